@@ -1,0 +1,86 @@
+"""eventbus: events, queued listeners, jobs and notifications on a reliable job queue."""
+
+from eventbus.config import configure, settings
+from eventbus.connections import connection
+from eventbus.dispatcher import EventBus, aemit, bus, emit, emit_until, forget, listen, subscribe
+from eventbus.errors import (
+    ConfigurationError,
+    ConnectionUnavailableError,
+    DeserializationError,
+    EventBusError,
+    JobTimeoutError,
+    ManuallyFailedError,
+    MaxAttemptsExceededError,
+    MissingDependencyError,
+    ModelNotFoundError,
+    SerializationError,
+    UnsafePayloadError,
+    WorkerConfigurationError,
+)
+from eventbus.events import (
+    Event,
+    JobExceptionOccurred,
+    JobFailed,
+    JobProcessed,
+    JobProcessing,
+    JobQueued,
+    JobReleasedAfterException,
+    Looping,
+    WorkerStopping,
+)
+from eventbus.handler import CallQueuedHandler, register_handler
+from eventbus.jobs import Job, chain, dispatch, dispatch_sync
+from eventbus.payload import Payload
+from eventbus.queue.base import Queue, QueueJob
+from eventbus.registry import serializable, trust
+from eventbus.serializer import register_model
+from eventbus.worker import Worker, WorkerOptions
+
+__all__ = [
+    "CallQueuedHandler",
+    "ConfigurationError",
+    "ConnectionUnavailableError",
+    "DeserializationError",
+    "Event",
+    "EventBus",
+    "EventBusError",
+    "Job",
+    "JobExceptionOccurred",
+    "JobFailed",
+    "JobProcessed",
+    "JobProcessing",
+    "JobQueued",
+    "JobReleasedAfterException",
+    "JobTimeoutError",
+    "Looping",
+    "ManuallyFailedError",
+    "MaxAttemptsExceededError",
+    "MissingDependencyError",
+    "ModelNotFoundError",
+    "Payload",
+    "Queue",
+    "QueueJob",
+    "SerializationError",
+    "UnsafePayloadError",
+    "Worker",
+    "WorkerConfigurationError",
+    "WorkerOptions",
+    "WorkerStopping",
+    "aemit",
+    "bus",
+    "chain",
+    "configure",
+    "connection",
+    "dispatch",
+    "dispatch_sync",
+    "emit",
+    "emit_until",
+    "forget",
+    "listen",
+    "register_handler",
+    "register_model",
+    "serializable",
+    "settings",
+    "subscribe",
+    "trust",
+]

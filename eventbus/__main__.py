@@ -1,0 +1,3 @@
+from eventbus.cli import main
+
+main()

@@ -1,0 +1,342 @@
+"""The ``eventbus`` command: a thin shell over the library.
+
+Exit codes: 0 ok, 1 runtime error (a server cannot be reached, a job not found), 2 usage or
+configuration error, 12 worker memory limit. Errors are one line on stderr, never a traceback.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import click
+
+from eventbus import registry
+from eventbus.config import settings
+from eventbus.connections import connection
+from eventbus.errors import ConfigurationError, EventBusError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def load_app(module: str | None) -> None:
+    """Import the app module (so its configure() and listeners apply) and trust its package."""
+    module = module or os.environ.get("EVENTBUS_APP")
+    if not module:
+        return
+    if os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    registry.trust(module.split(".")[0])
+    try:
+        importlib.import_module(module)
+    except ImportError as exc:
+        raise ConfigurationError(f"cannot import app module {module!r}: {exc}") from exc
+
+
+def _app_callback(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value:
+        ctx.meta["eventbus.app"] = value  # meta is shared by every context of one invocation
+    return value
+
+
+def app_option(fn: F) -> F:
+    """``--app`` on every subcommand too, so it may come before or after the subcommand."""
+    return click.option("--app", "app", metavar="MODULE", expose_value=False, is_eager=True,
+                        callback=_app_callback, help="Module to import first (or EVENTBUS_APP).")(fn)
+
+
+class EventBusGroup(click.Group):
+    """Turns eventbus errors into one line on stderr and the documented exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ConfigurationError as exc:
+            click.echo(f"eventbus: error: {exc}", err=True)
+            ctx.exit(2)
+        except EventBusError as exc:
+            click.echo(f"eventbus: error: {exc}", err=True)
+            ctx.exit(1)
+
+
+def _setup(ctx: click.Context, quiet: bool = False) -> None:
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    load_app(ctx.meta.get("eventbus.app"))
+
+
+@click.group(cls=EventBusGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@app_option
+@click.version_option(package_name="eventbus")
+def main() -> None:
+    """Events, queued listeners, jobs and notifications.
+
+    \b
+    Examples:
+      eventbus work --app shop.app                  run queued jobs (SQLite by default)
+      eventbus work redis --queue high,default      a Redis worker, high before default
+      eventbus failed                               list failed jobs
+      eventbus retry all                            push every failed job back
+    """
+
+
+# -- work -------------------------------------------------------------------------------------
+
+def _floats(text: str) -> tuple[float, ...]:
+    try:
+        return tuple(float(x) for x in text.split(",") if x.strip())
+    except ValueError as exc:
+        raise click.BadParameter(f"expected seconds like 5 or 5,30,60, not {text!r}") from exc
+
+
+@main.command()
+@click.argument("connection_name", metavar="[CONNECTION]", required=False)
+@click.option("--queue", "queues", default="", help="Queues in priority order: high,default.")
+@click.option("--once", is_flag=True, help="Process one job, then exit.")
+@click.option("--stop-when-empty", is_flag=True, help="Exit when no job is ready.")
+@click.option("--sleep", type=float, default=3.0, show_default=True, help="Seconds to wait when idle.")
+@click.option("--tries", type=int, default=1, show_default=True, help="Attempts (0 = unlimited).")
+@click.option("--backoff", default="0", show_default=True, help="Seconds before a retry: 5 or 5,30,60.")
+@click.option("--timeout", type=float, default=60.0, show_default=True, help="Seconds per attempt.")
+@click.option("--memory", type=float, default=128.0, show_default=True, help="MB before exiting (12).")
+@click.option("--max-jobs", type=int, default=0, help="Exit after this many jobs.")
+@click.option("--max-time", type=float, default=0.0, help="Exit after this many seconds.")
+@click.option("--rest", type=float, default=0.0, help="Seconds to rest between jobs.")
+@click.option("--force", is_flag=True, help="Run even in maintenance mode.")
+@click.option("--name", default="default", help="Worker name.")
+@click.option("--processes", type=click.IntRange(min=1), default=1, help="Supervise N workers.")
+@click.option("--quiet", "-q", is_flag=True, help="No line per job.")
+@app_option
+@click.pass_context
+def work(ctx: click.Context, connection_name: str | None, queues: str, processes: int, quiet: bool,
+         **opts: Any) -> None:
+    """Run queued jobs.
+
+    \b
+    Examples:
+      eventbus work                                 the default connection's default queue
+      eventbus work redis --queue mail,default --tries 3 --backoff 5,30
+      eventbus work --stop-when-empty               drain the queue, then exit (tests, cron)
+      eventbus work --processes 4                   four supervised worker processes
+    """
+    from eventbus.worker import Worker, WorkerOptions
+
+    _setup(ctx, quiet)
+    if processes > 1:
+        from eventbus.supervisor import Supervisor
+
+        argv = _child_argv(ctx)
+        stops = opts["once"] or opts["stop_when_empty"]
+        ctx.exit(Supervisor(argv, processes, restart=not stops).run())
+    options = WorkerOptions(
+        queues=tuple(q.strip() for q in queues.split(",") if q.strip()), name=opts["name"],
+        sleep_s=opts["sleep"], tries=opts["tries"], backoff_s=_floats(opts["backoff"]),
+        timeout_s=opts["timeout"], memory_mb=opts["memory"], max_jobs=opts["max_jobs"],
+        max_time_s=opts["max_time"], rest_s=opts["rest"], force=opts["force"], once=opts["once"],
+        stop_when_empty=opts["stop_when_empty"])
+    worker = Worker(connection_name, options=options, output=None if quiet else click.echo)
+    ctx.exit(worker.run())
+
+
+def _child_argv(ctx: click.Context) -> list[str]:
+    """The same ``work`` command without ``--processes``."""
+    argv = ["work"]
+    app = ctx.meta.get("eventbus.app")
+    if app:
+        argv += ["--app", app]
+    for key, value in ctx.params.items():
+        if key == "processes" or value in (None, False, ""):
+            continue
+        if key == "connection_name":
+            argv.insert(1, value)
+            continue
+        flag = "--queue" if key == "queues" else "--" + key.replace("_", "-")
+        argv += [flag] if value is True else [flag, str(value)]
+    return argv
+
+
+# -- failed jobs ------------------------------------------------------------------------------
+
+def _store() -> Any:
+    from eventbus import failed
+
+    return failed.store()
+
+
+@main.command("failed")
+@app_option
+@click.pass_context
+def failed_cmd(ctx: click.Context) -> None:
+    """List failed jobs: uuid, connection, queue, job, failed at, exception."""
+    _setup(ctx)
+    records = _store().all()
+    if not records:
+        click.echo("No failed jobs.")
+        return
+    rows = [(r.uuid, r.connection, r.queue, r.display_name,
+             dt.datetime.fromtimestamp(r.failed_at).strftime("%Y-%m-%d %H:%M:%S"), r.summary)
+            for r in records]
+    header = ("UUID", "CONNECTION", "QUEUE", "JOB", "FAILED AT", "EXCEPTION")
+    widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(5)]
+    for row in [header, *rows]:
+        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + str(row[5]))
+
+
+@main.command()
+@click.argument("uuids", nargs=-1, required=True, metavar="UUID...|all")
+@app_option
+@click.pass_context
+def retry(ctx: click.Context, uuids: tuple[str, ...]) -> None:
+    """Push failed jobs back onto their queues (attempts reset to 0)."""
+    from eventbus.payload import with_attempts
+
+    _setup(ctx)
+    store = _store()
+    records = store.all() if uuids == ("all",) else [store.find(u) or u for u in uuids]
+    missing = [r for r in records if isinstance(r, str)]
+    for record in records:
+        if isinstance(record, str):
+            continue
+        try:
+            raw = with_attempts(record.payload, 0)
+        except ValueError:
+            raw = record.payload  # not JSON: pushed back as it was, to fail again visibly
+        connection(record.connection).push_raw(raw, record.queue)
+        store.forget(record.uuid)
+        click.echo(f"Pushed {record.uuid} ({record.display_name}) back onto {record.queue}.")
+    if missing:
+        raise EventBusError(f"no failed job with uuid {', '.join(missing)}")
+
+
+@main.command()
+@click.argument("uuid")
+@app_option
+@click.pass_context
+def forget(ctx: click.Context, uuid: str) -> None:
+    """Delete one failed job record."""
+    _setup(ctx)
+    if not _store().forget(uuid):
+        raise EventBusError(f"no failed job with uuid {uuid}")
+    click.echo(f"Forgot failed job {uuid}.")
+
+
+@main.command()
+@app_option
+@click.pass_context
+def flush(ctx: click.Context) -> None:
+    """Delete every failed job record."""
+    _setup(ctx)
+    click.echo(f"Deleted {_store().flush()} failed jobs.")
+
+
+@main.command("prune-failed")
+@click.option("--hours", type=float, default=24.0, show_default=True, help="Keep records newer than this.")
+@app_option
+@click.pass_context
+def prune_failed(ctx: click.Context, hours: float) -> None:
+    """Delete failed job records older than --hours."""
+    _setup(ctx)
+    click.echo(f"Deleted {_store().flush(older_than_s=hours * 3600)} failed jobs.")
+
+
+# -- queues -----------------------------------------------------------------------------------
+
+def _queue_names(q: Any, queues: str) -> list[str]:
+    return [x.strip() for x in queues.split(",") if x.strip()] or [q.default_queue]
+
+
+@main.command()
+@click.argument("connection_name", metavar="[CONNECTION]", required=False)
+@click.option("--queue", "queues", default="", help="Queues to clear (default: the default queue).")
+@app_option
+@click.pass_context
+def clear(ctx: click.Context, connection_name: str | None, queues: str) -> None:
+    """Delete ready and delayed jobs from queues."""
+    _setup(ctx)
+    q = connection(connection_name)
+    for name in _queue_names(q, queues):
+        click.echo(f"Cleared {q.clear(name)} jobs from {q.connection_name}:{name}.")
+
+
+@main.command()
+@click.argument("connection_name", metavar="[CONNECTION]", required=False)
+@click.option("--queue", "queues", default="", help="Queues to count.")
+@app_option
+@click.pass_context
+def size(ctx: click.Context, connection_name: str | None, queues: str) -> None:
+    """Print the number of jobs (ready + delayed + reserved) per queue."""
+    _setup(ctx)
+    q = connection(connection_name)
+    for name in _queue_names(q, queues):
+        click.echo(f"{q.connection_name}:{name} {q.size(name)}")
+
+
+main.add_command(size, "monitor")
+
+
+@main.command()
+@click.argument("connection_name", metavar="[CONNECTION]", required=False)
+@click.option("--queue", default=None, help="Queue to look at.")
+@click.option("--limit", type=int, default=10, show_default=True)
+@app_option
+@click.pass_context
+def peek(ctx: click.Context, connection_name: str | None, queue: str | None, limit: int) -> None:
+    """Print the raw payloads of the oldest ready jobs, without reserving them."""
+    _setup(ctx)
+    for raw in connection(connection_name).peek(queue, limit):
+        click.echo(raw)
+
+
+@main.command()
+@app_option
+@click.pass_context
+def restart(ctx: click.Context) -> None:
+    """Make every worker exit after its current job (their supervisor starts fresh ones)."""
+    _setup(ctx)
+    stamp = time.time()
+    told = []
+    for name, conf in settings().connections.items():
+        if conf["driver"] in ("redis", "database"):
+            try:
+                connection(name).set_restart_stamp(stamp)
+                told.append(name)
+            except EventBusError as exc:
+                click.echo(f"eventbus: warning: {exc}", err=True)
+    if not told:
+        raise EventBusError("no connection could be reached to signal the restart")
+    click.echo(f"Told workers on {', '.join(told)} to restart after their current job.")
+
+
+@main.command()
+@app_option
+@click.pass_context
+def migrate(ctx: click.Context) -> None:
+    """Create the database tables (jobs, failed_jobs, notifications) if missing."""
+    _setup(ctx)
+    from eventbus.queue.database import migrate_all
+
+    for line in migrate_all():
+        click.echo(line)
+
+
+@main.command()
+@app_option
+@click.pass_context
+def events(ctx: click.Context) -> None:
+    """List every event with its listeners, in the order they run."""
+    from eventbus.dispatcher import bus
+
+    _setup(ctx)
+    listening = bus.listening()
+    if not listening:
+        click.echo("No listeners registered (pass --app to load your app).")
+    for name, regs in listening.items():
+        click.echo(name)
+        for reg in regs:
+            click.echo(f"  -> {reg.describe()}")

@@ -1,0 +1,94 @@
+"""Failed jobs in a SQL table ``failed_jobs`` (SQLite, PostgreSQL, MySQL/MariaDB)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+from eventbus.failed.base import FailedJob, FailedJobStore
+from eventbus.sql import engine_for, ensure_tables, guarded
+
+_LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
+
+
+def failed_jobs_table(metadata: sa.MetaData, name: str = "failed_jobs") -> sa.Table:
+    return sa.Table(
+        name, metadata,
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
+                  autoincrement=True),
+        sa.Column("uuid", sa.String(64), nullable=False, unique=True),
+        sa.Column("connection", sa.String(191), nullable=False),
+        sa.Column("queue", sa.String(191), nullable=False),
+        sa.Column("payload", _LONG_TEXT, nullable=False),
+        sa.Column("exception", _LONG_TEXT, nullable=False),
+        sa.Column("failed_at", sa.Double, nullable=False, index=True),
+    )
+
+
+class DatabaseFailedJobStore(FailedJobStore):
+    def __init__(self, url: str, table: str = "failed_jobs") -> None:
+        self.url = url
+        self.engine = engine_for(url)
+        self.metadata = sa.MetaData()
+        self.table = failed_jobs_table(self.metadata, table)
+        self._ready = False
+
+    def _run(self, action: str, fn: Any) -> Any:
+        def run() -> Any:
+            if not self._ready:
+                ensure_tables(self.engine, self.metadata, [self.table])
+                self._ready = True
+            return fn()
+
+        return guarded(self.url, action, run)
+
+    def migrate(self) -> list[str]:
+        self._run("migrate", lambda: None)
+        return [self.table.name]
+
+    def save(self, record: FailedJob) -> None:
+        t = self.table
+
+        def run() -> None:
+            with self.engine.begin() as conn:
+                conn.execute(sa.delete(t).where(t.c.uuid == record.uuid))
+                conn.execute(sa.insert(t).values(**record.to_dict()))
+
+        self._run("record failed job", run)
+
+    def _select(self, *where: Any) -> list[FailedJob]:
+        t = self.table
+        cols = [t.c.uuid, t.c.connection, t.c.queue, t.c.payload, t.c.exception, t.c.failed_at]
+
+        def run() -> list[FailedJob]:
+            with self.engine.connect() as conn:
+                rows = conn.execute(sa.select(*cols).where(*where).order_by(t.c.failed_at.desc(),
+                                                                             t.c.id.desc()))
+                return [FailedJob(**row._mapping) for row in rows]
+
+        return list(self._run("read failed jobs", run))
+
+    def all(self) -> list[FailedJob]:
+        return self._select()
+
+    def find(self, uuid: str) -> FailedJob | None:
+        found = self._select(self.table.c.uuid == uuid)
+        return found[0] if found else None
+
+    def _delete(self, action: str, *where: Any) -> int:
+        def run() -> int:
+            with self.engine.begin() as conn:
+                return int(conn.execute(sa.delete(self.table).where(*where)).rowcount)
+
+        return int(self._run(action, run))
+
+    def forget(self, uuid: str) -> bool:
+        return self._delete("forget failed job", self.table.c.uuid == uuid) > 0
+
+    def flush(self, older_than_s: float | None = None) -> int:
+        if older_than_s is None:
+            return self._delete("flush failed jobs", sa.true())
+        return self._delete("prune failed jobs", self.table.c.failed_at <= time.time() - older_than_s)

@@ -1,0 +1,198 @@
+"""What happens to one reserved job: Laravel's ``Worker::process`` as a few named decisions.
+
+Order on success: ``JobProcessing`` -> run -> ``JobProcessed``. On an exception: fail the job if
+it will exceed its tries, its ``retry_until`` or its ``max_exceptions`` (or it timed out and
+``fail_on_timeout`` is set), emit ``JobExceptionOccurred``, and release it with its backoff unless
+it was failed, deleted or released already. Failing a job: record it in the failed store, delete
+it (only while this worker holds it), call ``failed(exc)`` once, emit ``JobFailed``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+import time
+from eventbus import failed as failed_jobs
+from eventbus import handler as handlers
+from eventbus.dispatcher import emit
+from eventbus.errors import DeserializationError, JobTimeoutError, MaxAttemptsExceededError
+from eventbus.events import (
+    JobExceptionOccurred,
+    JobFailed,
+    JobProcessed,
+    JobProcessing,
+    JobReleasedAfterException,
+)
+from eventbus.failed.base import describe_exception
+from eventbus.queue.base import QueueJob
+from eventbus.timeouts import interrupt_after
+
+log = logging.getLogger(__name__)
+
+
+class Outcome(enum.Enum):
+    DONE = "DONE"
+    RELEASED = "RELEASED"
+    FAIL = "FAIL"
+
+
+@dataclasses.dataclass(frozen=True)
+class ProcessOptions:
+    """The worker's defaults; a job's own ``tries``/``backoff``/``timeout`` win over these."""
+
+    tries: int = 1
+    backoff: tuple[float, ...] = (0.0,)
+    timeout: float = 60.0
+
+
+def process(job: QueueJob, options: ProcessOptions) -> tuple[Outcome, BaseException | None]:
+    """Run one reserved job under the rules above. Never raises for the job's own exceptions."""
+    try:
+        emit(JobProcessing(job.connection_name, job))
+        payload = job.payload()
+        handler = handlers.resolve(payload, job.document())
+        if fail_if_already_exceeds_max_attempts(job, options):
+            return Outcome.FAIL, None
+        with interrupt_after(timeout_for(job, options), payload.display_name):
+            handler.call(job, job.document()["data"])
+        emit(JobProcessed(job.connection_name, job))
+        return outcome_of(job), None
+    except DeserializationError as exc:  # includes refused (unsafe) payloads: never retried
+        fail_job(job, exc)
+        return Outcome.FAIL, exc
+    except Exception as exc:
+        handle_job_exception(job, exc, options)
+        return outcome_of(job), exc
+
+
+def outcome_of(job: QueueJob) -> Outcome:
+    if job.failed:
+        return Outcome.FAIL
+    if job.released:
+        return Outcome.RELEASED
+    return Outcome.DONE
+
+
+def timeout_for(job: QueueJob, options: ProcessOptions) -> float:
+    own = job.payload().timeout
+    return float(own) if own is not None else options.timeout
+
+
+def max_tries_for(job: QueueJob, options: ProcessOptions) -> int:
+    own = job.payload().max_tries
+    return int(own) if own is not None else options.tries
+
+
+def retry_until_passed(job: QueueJob) -> bool | None:
+    """True/False when the job has a retry_until moment, None when it has none."""
+    until = job.payload().retry_until
+    return None if until is None else time.time() > float(until)
+
+
+def fail_if_already_exceeds_max_attempts(job: QueueJob, options: ProcessOptions) -> bool:
+    """A job that a killed worker never finished comes back with too many attempts: fail it."""
+    passed = retry_until_passed(job)
+    max_tries = max_tries_for(job, options)
+    if passed is False or (passed is None and (max_tries == 0 or job.attempts <= max_tries)):
+        return False
+    fail_job(job, MaxAttemptsExceededError(
+        f"{job.payload().display_name} has been attempted too many times ({job.attempts}) "
+        "or its retry_until has passed; it may have timed out or its worker was killed",
+        job_uuid=job.uuid, queue=job.queue_name))
+    return True
+
+
+def fail_if_will_exceed_max_attempts(job: QueueJob, options: ProcessOptions, exc: BaseException) -> None:
+    passed = retry_until_passed(job)
+    max_tries = max_tries_for(job, options)
+    if passed is False or (passed is None and (max_tries == 0 or job.attempts < max_tries)):
+        return
+    fail_job(job, exc)
+
+
+def fail_if_will_exceed_max_exceptions(job: QueueJob, exc: BaseException) -> None:
+    max_exceptions = job.payload().max_exceptions
+    if max_exceptions is None or job.failed:
+        return
+    if job.queue.record_exception(job.uuid) >= int(max_exceptions):
+        fail_job(job, exc)
+
+
+def fail_on_timeout(job: QueueJob, exc: BaseException) -> None:
+    if isinstance(exc, JobTimeoutError) and job.payload().fail_on_timeout and not job.failed:
+        fail_job(job, exc)
+
+
+def backoff_for(job: QueueJob, options: ProcessOptions) -> float:
+    """The delay before the next attempt: backoff[attempts - 1], the last one repeating."""
+    own = job.payload().backoff
+    steps = list(own) if own else list(options.backoff) or [0.0]
+    return float(steps[min(job.attempts - 1, len(steps) - 1)])
+
+
+def handle_job_exception(job: QueueJob, exc: BaseException, options: ProcessOptions) -> None:
+    if not job.failed:
+        fail_on_timeout(job, exc)
+    if not job.failed:
+        fail_if_will_exceed_max_attempts(job, options, exc)
+    if not job.failed:
+        fail_if_will_exceed_max_exceptions(job, exc)
+    emit(JobExceptionOccurred(job.connection_name, job, exc))
+    if not job.is_done:
+        delay = backoff_for(job, options)
+        if job.release(delay):
+            emit(JobReleasedAfterException(job.connection_name, job, delay))
+
+
+def fail_job(job: QueueJob, exc: BaseException) -> None:
+    """Fail ``job`` for good: record it, delete it, call ``failed()`` once, emit ``JobFailed``.
+
+    The record is written first, so a crash after it loses nothing. When the delete finds that
+    this worker no longer holds the reservation (it expired and another worker took the job), the
+    record is withdrawn and nothing else happens: the job belongs to the other worker now.
+    """
+    if job.failed:
+        return
+    job.mark_failed()
+    store = None if job.queue.driver == "sync" else failed_jobs.store()
+    if store is not None:
+        store.log(job.connection_name, job.queue_name, job.raw, describe_exception(exc), job.uuid)
+    if not job.delete():
+        if store is not None:
+            store.forget(job.uuid)
+        log.warning("job %s was taken over by another worker before it could be failed", job.uuid)
+        return
+    job.queue.forget_exceptions(job.uuid)
+    call_failed_hook(job, exc)
+    emit(JobFailed(job.connection_name, job, exc))
+
+
+def call_failed_hook(job: QueueJob, exc: BaseException) -> None:
+    try:
+        payload = job.payload()
+        handler = handlers.resolve(payload, job.document())
+    except DeserializationError:
+        return  # a payload that cannot be read has no hook to call
+    hook = getattr(handler, "failed", None)
+    if not callable(hook):
+        return
+    try:
+        hook(job.document()["data"], exc, job)
+    except Exception:
+        log.exception("the failed() hook of %s raised", payload.display_name)
+
+
+def run_sync_job(job: QueueJob) -> None:
+    """The sync driver: run now; on exception call failed(), emit JobFailed, then re-raise.
+
+    Like Laravel's SyncQueue there are no retries: tries, backoff and timeout do not apply.
+    """
+    try:
+        emit(JobProcessing(job.connection_name, job))
+        handlers.resolve(job.payload(), job.document()).call(job, job.document()["data"])
+        emit(JobProcessed(job.connection_name, job))
+    except Exception as exc:
+        emit(JobExceptionOccurred(job.connection_name, job, exc))
+        fail_job(job, exc)
+        raise

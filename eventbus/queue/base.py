@@ -1,0 +1,200 @@
+"""The driver contract. Drivers only move payload text; retries and failure belong to the worker.
+
+A driver stores each payload byte for byte, keeps the live attempt count beside it, and hands out
+reservations: a popped :class:`QueueJob` carries a token, and ``delete``/``release`` act only while
+that token still holds the reservation, so a worker whose reservation expired and was taken over
+cannot delete or duplicate the job it no longer owns.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import datetime as dt
+import json
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from eventbus.errors import DeserializationError
+from eventbus.payload import Payload, uuid_of
+
+Delay = float | int | dt.timedelta | dt.datetime
+
+
+def delay_seconds(delay: Delay | None) -> float:
+    """Normalise a delay (seconds, timedelta or aware datetime) to seconds, never negative."""
+    if delay is None:
+        return 0.0
+    if isinstance(delay, dt.timedelta):
+        seconds = delay.total_seconds()
+    elif isinstance(delay, dt.datetime):
+        if delay.tzinfo is None:
+            raise ValueError("delay datetime must be timezone-aware (e.g. datetime.now(timezone.utc))")
+        seconds = (delay - dt.datetime.now(dt.timezone.utc)).total_seconds()
+    elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
+        seconds = float(delay)
+    else:
+        raise TypeError(f"delay must be seconds, a timedelta or a datetime, not {type(delay).__name__}")
+    return max(seconds, 0.0)
+
+
+@dataclasses.dataclass
+class QueueJob:
+    """A reserved job as the worker sees it: the raw body, the live attempt count, the token."""
+
+    queue: Queue
+    queue_name: str
+    job_id: str
+    raw: str
+    attempts: int
+    token: str = ""
+    deleted: bool = False
+    released: bool = False
+    failed: bool = False
+    _payload: Payload | None = dataclasses.field(default=None, repr=False)
+    _document: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
+
+    @property
+    def connection_name(self) -> str:
+        return self.queue.connection_name
+
+    @property
+    def uuid(self) -> str:
+        """The payload's uuid; for a body that is not JSON, the id the driver gave it."""
+        if self._document is not None and isinstance(self._document.get("uuid"), str):
+            return str(self._document["uuid"])
+        return uuid_of(self.raw) or self.job_id
+
+    def document(self) -> dict[str, Any]:
+        """The body parsed as a JSON object (raises DeserializationError for a bad body)."""
+        if self._document is None:
+            try:
+                doc = json.loads(self.raw)
+            except ValueError as exc:
+                raise DeserializationError(f"payload is not JSON: {exc}", job_uuid=self.uuid,
+                                           queue=self.queue_name) from exc
+            if not isinstance(doc, dict):
+                raise DeserializationError("payload is not a JSON object", job_uuid=self.uuid,
+                                           queue=self.queue_name)
+            self._document = doc
+        return self._document
+
+    def payload(self) -> Payload:
+        """The parsed payload (raises DeserializationError for a bad body)."""
+        if self._payload is None:
+            self._payload = Payload.from_dict(self.document())
+        return self._payload
+
+    def delete(self) -> bool:
+        """Remove the job for good. False if this worker no longer holds the reservation."""
+        if self.deleted:
+            return True
+        self.deleted = self.queue.delete_reserved(self)
+        return self.deleted
+
+    def release(self, delay: Delay | None = 0) -> bool:
+        """Put the job back, available after ``delay``. False if the reservation was lost."""
+        self.released = self.queue.release_reserved(self, delay_seconds(delay))
+        return self.released
+
+    def mark_failed(self) -> None:
+        self.failed = True
+
+    @property
+    def is_done(self) -> bool:
+        return self.deleted or self.released or self.failed
+
+
+class Queue(abc.ABC):
+    """One connection's queues. ``queue=None`` everywhere means the connection's default queue."""
+
+    driver: str = ""
+
+    def __init__(self, connection_name: str, config: dict[str, Any]) -> None:
+        self.connection_name = connection_name
+        self.config = config
+        self.default_queue: str = config.get("queue", "default")
+        self.retry_after: float = float(config.get("retry_after", 90.0))
+
+    def queue_name(self, queue: str | None) -> str:
+        return queue or self.default_queue
+
+    # -- pushing ------------------------------------------------------------------------------
+    def push(self, payload: Payload, queue: str | None = None) -> str:
+        return self.push_raw(payload.to_json(), queue)
+
+    def later(self, delay: Delay, payload: Payload, queue: str | None = None) -> str:
+        return self.push_raw(payload.to_json(), queue, delay=delay_seconds(delay))
+
+    def bulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
+        return [self.push(p, queue) for p in payloads]
+
+    @abc.abstractmethod
+    def push_raw(self, payload: str, queue: str | None = None, *, delay: float = 0.0) -> str:
+        """Store ``payload`` as is. Idempotent by the payload's uuid while that job exists."""
+
+    # -- popping -----------------------------------------------------------------------------
+    @abc.abstractmethod
+    def pop(self, queue: str | None = None) -> QueueJob | None:
+        """Reserve the oldest ready job (due delayed and expired reservations count as ready)."""
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        """Block up to ``timeout`` seconds or until a job may be ready. Default: sleep."""
+        if timeout > 0:
+            time.sleep(timeout)
+
+    @abc.abstractmethod
+    def delete_reserved(self, job: QueueJob) -> bool: ...
+
+    @abc.abstractmethod
+    def release_reserved(self, job: QueueJob, delay: float) -> bool: ...
+
+    # -- inspection --------------------------------------------------------------------------
+    @abc.abstractmethod
+    def size(self, queue: str | None = None) -> int:
+        """Ready + delayed + reserved jobs."""
+
+    @abc.abstractmethod
+    def clear(self, queue: str | None = None) -> int:
+        """Remove ready and delayed jobs (not reserved ones); return how many."""
+
+    @abc.abstractmethod
+    def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
+        """Raw payloads of ready jobs, oldest first, without reserving them."""
+
+    # -- worker support ----------------------------------------------------------------------
+    @abc.abstractmethod
+    def record_exception(self, uuid: str) -> int:
+        """Count one more exception for job ``uuid`` (for max_exceptions); return the count."""
+
+    def forget_exceptions(self, uuid: str) -> None:
+        """Drop the exception count of a job that has finished."""
+
+    def ping(self) -> None:
+        """Raise ConnectionUnavailableError when the server cannot be reached."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+    # -- restart signal (``eventbus restart``) ------------------------------------------------
+    def restart_stamp(self) -> float | None:
+        return None
+
+    def set_restart_stamp(self, stamp: float) -> None:
+        raise NotImplementedError
+
+
+def id_for(raw: str) -> str:
+    """A payload's own uuid when it has one; otherwise a fresh id (text that is not JSON)."""
+    import uuid
+
+    return uuid_of(raw) or str(uuid.uuid4())
+
+
+def is_json(raw: str) -> bool:
+    try:
+        json.loads(raw)
+    except ValueError:
+        return False
+    return True

@@ -1,0 +1,339 @@
+"""The database driver: SQLite (the embedded default), PostgreSQL, MySQL/MariaDB.
+
+Table ``jobs`` holds Laravel's columns plus three the guarantees need: ``uuid`` (unique, so a
+push is idempotent), ``token`` (the current reservation, so only its holder may delete or
+release) and ``exceptions`` (the max_exceptions count). A pop is one short transaction: pick the
+oldest available job (or one whose reservation is older than ``retry_after``) with
+``FOR UPDATE SKIP LOCKED`` on PostgreSQL and MariaDB, under SQLite's write lock (``BEGIN
+IMMEDIATE``) there, then reserve it and count the attempt. Times are this machine's clock.
+
+On PostgreSQL a push also sends ``NOTIFY eventbus_jobs`` and idle workers ``LISTEN``, so they
+wake at once instead of after ``--sleep``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+
+from eventbus.payload import Payload
+from eventbus.queue.base import Queue, QueueJob, id_for
+from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates
+
+NOTIFY_CHANNEL = "eventbus_jobs"
+
+
+def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
+    return sa.Table(
+        name, metadata,
+        sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
+                  autoincrement=True),
+        sa.Column("uuid", sa.String(64), nullable=False, unique=True),
+        sa.Column("queue", sa.String(191), nullable=False),
+        sa.Column("payload", sa.Text().with_variant(mysql.LONGTEXT(), "mysql"),
+                  nullable=False),
+        sa.Column("attempts", sa.Integer, nullable=False, default=0),
+        sa.Column("exceptions", sa.Integer, nullable=False, default=0),
+        sa.Column("token", sa.String(32), nullable=True),
+        sa.Column("reserved_at", sa.Double, nullable=True),
+        sa.Column("available_at", sa.Double, nullable=False),
+        sa.Column("created_at", sa.Double, nullable=False),
+        sa.Index(f"{name}_queue_available_index", "queue", "reserved_at", "available_at"),
+    )
+
+
+def signals_table(metadata: sa.MetaData) -> sa.Table:
+    return sa.Table("eventbus_signals", metadata,
+                    sa.Column("name", sa.String(64), primary_key=True),
+                    sa.Column("value", sa.Double, nullable=False))
+
+
+def _attempts_in(raw: str) -> int:
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return 0
+    value = doc.get("attempts", 0) if isinstance(doc, dict) else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+class DatabaseQueue(Queue):
+    driver = "database"
+
+    def __init__(self, connection_name: str, config: dict[str, Any]) -> None:
+        super().__init__(connection_name, config)
+        self.url: str = config["url"]
+        self.engine = engine_for(self.url)
+        self.metadata = sa.MetaData()
+        self.jobs = jobs_table(self.metadata, config.get("table", "jobs"))
+        self.signals = signals_table(self.metadata)
+        self.dialect = self.engine.dialect.name
+        self._ready = False
+        self._listener: Any = None
+        self._listen_lock = threading.Lock()
+
+    # -- plumbing -----------------------------------------------------------------------------
+    def _guard(self, action: str, fn: Any) -> Any:
+        def run() -> Any:
+            self._ensure_tables()
+            return fn()
+
+        return guarded(self.url, action, run)
+
+    def _ensure_tables(self) -> None:
+        if not self._ready:
+            ensure_tables(self.engine, self.metadata, [self.jobs, self.signals])
+            self._ready = True
+
+    def migrate(self) -> list[str]:
+        guarded(self.url, "migrate", self._ensure_tables)
+        return [self.jobs.name, self.signals.name]
+
+    def _row(self, raw: str, queue: str | None, delay: float, payload: Payload | None) -> dict[str, Any]:
+        now = time.time()
+        return {
+            "uuid": payload.uuid if payload is not None else id_for(raw),
+            "queue": self.queue_name(queue),
+            "payload": raw,
+            "attempts": payload.attempts if payload is not None else _attempts_in(raw),
+            "exceptions": 0,
+            "token": None,
+            "reserved_at": None,
+            "available_at": now + delay,
+            "created_at": now,
+        }
+
+    def _insert(self, rows: list[dict[str, Any]]) -> None:
+        stmt = insert_ignoring_duplicates(self.engine, self.jobs, "uuid")
+        with self.engine.begin() as conn:
+            conn.execute(stmt, rows)
+            if self.dialect == "postgresql":
+                for name in {r["queue"] for r in rows}:
+                    conn.execute(sa.text("SELECT pg_notify(:c, :q)"), {"c": NOTIFY_CHANNEL, "q": name})
+
+    # -- pushing ------------------------------------------------------------------------------
+    def push(self, payload: Payload, queue: str | None = None) -> str:
+        row = self._row(payload.to_json(), queue, 0.0, payload)
+        self._guard("push", lambda: self._insert([row]))
+        return str(row["uuid"])
+
+    def later(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
+        from eventbus.queue.base import delay_seconds
+
+        row = self._row(payload.to_json(), queue, delay_seconds(delay), payload)
+        self._guard("push", lambda: self._insert([row]))
+        return str(row["uuid"])
+
+    def push_raw(self, payload: str, queue: str | None = None, *, delay: float = 0.0) -> str:
+        row = self._row(payload, queue, delay, None)
+        self._guard("push", lambda: self._insert([row]))
+        return str(row["uuid"])
+
+    def bulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
+        """One INSERT for many jobs (duplicates by uuid are skipped)."""
+        rows = [self._row(p.to_json(), queue, 0.0, p) for p in payloads]
+        for start in range(0, len(rows), 1000):
+            chunk = rows[start:start + 1000]
+            self._guard("bulk push", lambda c=chunk: self._insert(c))
+        return [str(r["uuid"]) for r in rows]
+
+    # -- popping ------------------------------------------------------------------------------
+    def _available(self, name: str, now: float) -> Any:
+        j = self.jobs.c
+        return sa.and_(j.queue == name, sa.or_(
+            sa.and_(j.reserved_at.is_(None), j.available_at <= now),
+            j.reserved_at <= now - self.retry_after))
+
+    def pop(self, queue: str | None = None) -> QueueJob | None:
+        name = self.queue_name(queue)
+        return self._guard("pop", lambda: self._pop(name))  # type: ignore[no-any-return]
+
+    def _pop(self, name: str) -> QueueJob | None:
+        j = self.jobs.c
+        now = time.time()
+        token = uuid.uuid4().hex
+        select = sa.select(j.id, j.uuid, j.payload, j.attempts).where(
+            self._available(name, now)).order_by(j.id).limit(1)
+        if self.dialect in ("postgresql", "mysql", "mariadb"):
+            select = select.with_for_update(skip_locked=True)
+        with self.engine.begin() as conn:
+            row = conn.execute(select).first()
+            if row is None:
+                return None
+            conn.execute(sa.update(self.jobs).where(j.id == row.id).values(
+                reserved_at=now, token=token, attempts=j.attempts + 1))
+        return QueueJob(queue=self, queue_name=name, job_id=str(row.id), raw=row.payload,
+                        attempts=row.attempts + 1, token=token)
+
+    def delete_reserved(self, job: QueueJob) -> bool:
+        j = self.jobs.c
+
+        def run() -> bool:
+            with self.engine.begin() as conn:
+                result = conn.execute(sa.delete(self.jobs).where(
+                    j.id == int(job.job_id), j.token == job.token))
+                return bool(result.rowcount)
+
+        return bool(self._guard("delete", run))
+
+    def release_reserved(self, job: QueueJob, delay: float) -> bool:
+        j = self.jobs.c
+
+        def run() -> bool:
+            with self.engine.begin() as conn:
+                result = conn.execute(sa.update(self.jobs).where(
+                    j.id == int(job.job_id), j.token == job.token).values(
+                    reserved_at=None, token=None, available_at=time.time() + delay))
+                if self.dialect == "postgresql" and delay <= 0:
+                    conn.execute(sa.text("SELECT pg_notify(:c, :q)"),
+                                 {"c": NOTIFY_CHANNEL, "q": job.queue_name})
+                return bool(result.rowcount)
+
+        return bool(self._guard("release", run))
+
+    # -- waiting ------------------------------------------------------------------------------
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        """Sleep until the next delayed job is due or ``timeout``; on PostgreSQL wake on NOTIFY."""
+        due = self._guard("wait", lambda: self._next_due(queues))
+        if due is not None:
+            timeout = min(timeout, due)
+        if timeout <= 0:
+            return
+        if self.dialect == "postgresql" and self._wait_for_notify(timeout):
+            return
+        time.sleep(timeout)
+
+    def _next_due(self, queues: Sequence[str]) -> float | None:
+        j = self.jobs.c
+        with self.engine.connect() as conn:
+            first = conn.execute(sa.select(sa.func.min(j.available_at)).where(
+                j.queue.in_(list(queues)), j.reserved_at.is_(None))).scalar()
+        return None if first is None else max(float(first) - time.time(), 0.0)
+
+    def _wait_for_notify(self, timeout: float) -> bool:
+        """Block on LISTEN until a push or ``timeout``. False when LISTEN is not available."""
+        with self._listen_lock:
+            try:
+                if self._listener is None:
+                    import psycopg
+
+                    params = self.engine.url.set(drivername="postgresql").render_as_string(
+                        hide_password=False)
+                    self._listener = psycopg.connect(params, autocommit=True)
+                    self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
+                for _ in self._listener.notifies(timeout=timeout, stop_after=1):
+                    break
+                return True
+            except Exception:  # fall back to sleeping; the next pop reports a real outage
+                self._close_listener()
+                return False
+
+    def _close_listener(self) -> None:
+        if self._listener is not None:
+            try:
+                self._listener.close()
+            except Exception:
+                pass
+            self._listener = None
+
+    # -- inspection ---------------------------------------------------------------------------
+    def _scalar(self, action: str, stmt: Any) -> Any:
+        def run() -> Any:
+            with self.engine.connect() as conn:
+                return conn.execute(stmt).scalar()
+
+        return self._guard(action, run)
+
+    def size(self, queue: str | None = None) -> int:
+        j = self.jobs.c
+        return int(self._scalar("size", sa.select(sa.func.count()).where(
+            j.queue == self.queue_name(queue))))
+
+    def clear(self, queue: str | None = None) -> int:
+        j = self.jobs.c
+
+        def run() -> int:
+            with self.engine.begin() as conn:
+                return int(conn.execute(sa.delete(self.jobs).where(
+                    j.queue == self.queue_name(queue), j.reserved_at.is_(None))).rowcount)
+
+        return int(self._guard("clear", run))
+
+    def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
+        j = self.jobs.c
+
+        def run() -> list[str]:
+            with self.engine.connect() as conn:
+                return [r.payload for r in conn.execute(
+                    sa.select(j.payload).where(j.queue == self.queue_name(queue),
+                                               j.reserved_at.is_(None),
+                                               j.available_at <= time.time())
+                    .order_by(j.id).limit(limit))]
+
+        return list(self._guard("peek", run))
+
+    # -- worker support -----------------------------------------------------------------------
+    def record_exception(self, uuid: str) -> int:
+        j = self.jobs.c
+
+        def run() -> int:
+            with self.engine.begin() as conn:
+                conn.execute(sa.update(self.jobs).where(j.uuid == uuid).values(
+                    exceptions=j.exceptions + 1))
+                return int(conn.execute(sa.select(j.exceptions).where(j.uuid == uuid)).scalar() or 0)
+
+        return int(self._guard("record exception", run))
+
+    def ping(self) -> None:
+        def run() -> None:
+            with self.engine.connect() as conn:
+                conn.execute(sa.text("SELECT 1"))
+
+        self._guard("connect", run)
+
+    def close(self) -> None:
+        with self._listen_lock:
+            self._close_listener()
+
+    def restart_stamp(self) -> float | None:
+        value = self._scalar("restart check", sa.select(self.signals.c.value).where(
+            self.signals.c.name == "restart"))
+        return float(value) if value is not None else None
+
+    def set_restart_stamp(self, stamp: float) -> None:
+        s = self.signals
+
+        def run() -> None:
+            with self.engine.begin() as conn:
+                if conn.execute(sa.update(s).where(s.c.name == "restart").values(value=stamp)).rowcount == 0:
+                    conn.execute(sa.insert(s).values(name="restart", value=stamp))
+
+        self._guard("restart", run)
+
+
+def migrate_all() -> list[str]:
+    """Create the tables of every database connection and of the database failed store."""
+    from eventbus import failed
+    from eventbus.config import settings
+    from eventbus.connections import connection
+
+    lines = []
+    cfg = settings()
+    for name, conf in cfg.connections.items():
+        if conf["driver"] == "database":
+            queue = connection(name)
+            assert isinstance(queue, DatabaseQueue)
+            tables = queue.migrate()
+            lines.append(f"{name}: {', '.join(tables)} ready")
+    store = failed.store()
+    migrate = getattr(store, "migrate", None)
+    if callable(migrate):
+        lines.append(f"failed job store: {', '.join(migrate())} ready")
+    return lines

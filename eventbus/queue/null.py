@@ -1,0 +1,33 @@
+"""The null driver: accepts everything and keeps nothing (Laravel's NullQueue)."""
+
+from __future__ import annotations
+
+from eventbus.queue.base import Queue, QueueJob, id_for
+
+
+class NullQueue(Queue):
+    driver = "null"
+
+    def push_raw(self, payload: str, queue: str | None = None, *, delay: float = 0.0) -> str:
+        return id_for(payload)
+
+    def pop(self, queue: str | None = None) -> QueueJob | None:
+        return None
+
+    def delete_reserved(self, job: QueueJob) -> bool:
+        return True
+
+    def release_reserved(self, job: QueueJob, delay: float) -> bool:
+        return True
+
+    def size(self, queue: str | None = None) -> int:
+        return 0
+
+    def clear(self, queue: str | None = None) -> int:
+        return 0
+
+    def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
+        return []
+
+    def record_exception(self, uuid: str) -> int:
+        return 0

@@ -1,0 +1,241 @@
+"""The Redis driver: Laravel's design with the fixes the field learned the hard way.
+
+Keys of one queue share the hash tag ``{name}`` so they live in one cluster slot::
+
+    queues:{default}            list of ready job ids (push appends, pop takes the head)
+    queues:{default}:delayed    sorted set id -> due time
+    queues:{default}:reserved   sorted set id -> reservation expiry
+    queues:{default}:notify     list of wake-up tokens for blocking pops
+    queues:{default}:bodies     hash id -> payload text (never decoded inside Lua)
+    queues:{default}:attempts   hash id -> live attempt count
+    queues:{default}:tokens     hash id -> token of the current reservation
+
+Every score comes from the server clock (``TIME`` inside the scripts). The client never retries a
+script on its own: push is idempotent by id and retried here; a lost pop reply leaves a reservation
+that expires and comes back (at-least-once).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from importlib import resources
+from typing import Any, TypeVar
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from eventbus.config import redact_url
+from eventbus.errors import ConnectionUnavailableError
+from eventbus.payload import Payload
+from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
+
+T = TypeVar("T")
+LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError)
+RESTART_KEY = "eventbus:restart"
+
+
+def _script(name: str) -> str:
+    return resources.files("eventbus.queue").joinpath(f"lua/{name}.lua").read_text()
+
+
+def client_for(url: str, *, socket_timeout: float | None = 10.0) -> redis.Redis:
+    """A client that never retries on its own (a blind retry of a script is not safe)."""
+    return redis.Redis.from_url(
+        url,
+        retry=Retry(NoBackoff(), 0),
+        socket_timeout=socket_timeout,
+        socket_connect_timeout=5.0,
+        health_check_interval=30,
+    )
+
+
+class RedisQueue(Queue):
+    driver = "redis"
+
+    def __init__(self, connection_name: str, config: dict[str, Any]) -> None:
+        super().__init__(connection_name, config)
+        self.url: str = config["url"]
+        self.prefix: str = config.get("prefix", "queues:")
+        self.block_for: float = float(config.get("block_for", 5.0) or 0.0)
+        self.batch: int = int(config.get("migration_batch_size", 100))
+        self.redis = client_for(self.url, socket_timeout=self.block_for + 10.0)
+        self._scripts = {
+            name: self.redis.register_script(_script(name))
+            for name in ("push", "pop", "delete", "release", "clear", "peek", "next_due")
+        }
+
+    # -- keys ---------------------------------------------------------------------------------
+    def key(self, queue: str | None, suffix: str = "") -> str:
+        base = f"{self.prefix}{{{self.queue_name(queue)}}}"
+        return f"{base}:{suffix}" if suffix else base
+
+    def _keys(self, queue: str | None, *suffixes: str) -> list[str]:
+        return [self.key(queue, s) for s in suffixes]
+
+    def _call(self, action: str, fn: Callable[[], T]) -> T:
+        try:
+            return fn()
+        except LOST_CONNECTION as exc:
+            raise ConnectionUnavailableError(
+                f"cannot reach Redis at {redact_url(self.url)} for connection "
+                f"{self.connection_name!r} ({action}): {exc}",
+                connection=self.connection_name,
+            ) from exc
+
+    def _idempotent(self, action: str, fn: Callable[[], T], attempts: int = 3) -> T:
+        """Retry an idempotent call a few times across a lost connection."""
+        for attempt in range(attempts):
+            try:
+                return self._call(action, fn)
+            except ConnectionUnavailableError:
+                if attempt == attempts - 1:
+                    raise
+                time.sleep(0.1 * 2**attempt)
+        raise AssertionError("unreachable")
+
+    # -- pushing ------------------------------------------------------------------------------
+    def _push_args(self, raw: str, queue: str | None, delay: float,
+                   payload: Payload | None = None) -> tuple[list[str], list[Any]]:
+        keys = self._keys(queue, "", "notify", "bodies", "attempts", "delayed")
+        keys[0] = self.key(queue)
+        if payload is not None:  # known already: spare parsing the text again
+            return keys, [payload.uuid, raw, payload.attempts, f"{delay:.6f}"]
+        return keys, [id_for(raw), raw, _attempts_in(raw), f"{delay:.6f}"]
+
+    def push(self, payload: Payload, queue: str | None = None) -> str:
+        return self._push(payload.to_json(), queue, 0.0, payload)
+
+    def push_raw(self, payload: str, queue: str | None = None, *, delay: float = 0.0) -> str:
+        return self._push(payload, queue, delay)
+
+    def _push(self, raw: str, queue: str | None, delay: float, payload: Payload | None = None) -> str:
+        keys, args = self._push_args(raw, queue, delay, payload)
+        self._idempotent("push", lambda: self._scripts["push"](keys=keys, args=args))
+        return str(args[0])
+
+    def bulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
+        """Push many jobs in one round trip (a pipeline of idempotent pushes)."""
+        calls = [self._push_args(p.to_json(), queue, 0.0, p) for p in payloads]
+
+        def run() -> None:
+            pipe = self.redis.pipeline(transaction=False)
+            for keys, args in calls:
+                self._scripts["push"](keys=keys, args=args, client=pipe)
+            pipe.execute()
+
+        self._idempotent("bulk push", run)
+        return [str(args[0]) for _, args in calls]
+
+    def later(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
+        return self._push(payload.to_json(), queue, delay_seconds(delay), payload)
+
+    # -- popping ------------------------------------------------------------------------------
+    def pop(self, queue: str | None = None) -> QueueJob | None:
+        name = self.queue_name(queue)
+        token = uuid.uuid4().hex
+        keys = self._keys(name, "", "delayed", "reserved", "notify", "bodies", "attempts", "tokens")
+        keys[0] = self.key(name)
+        result = self._call("pop", lambda: self._scripts["pop"](
+            keys=keys, args=[f"{self.retry_after:.6f}", self.batch, token]))
+        if not result:
+            return None
+        job_id, body, attempts = result
+        return QueueJob(queue=self, queue_name=name, job_id=job_id.decode(),
+                        raw=body.decode("utf-8", errors="surrogateescape"),
+                        attempts=int(attempts), token=token)
+
+    def wait(self, queues: Sequence[str], timeout: float) -> None:
+        """Block on the queues' notify lists until a push, the next due delayed job, or timeout."""
+        timeout = min(timeout, self.block_for) if self.block_for > 0 else timeout
+        for name in queues:
+            due = float(self._call("wait", lambda n=name: self._scripts["next_due"](
+                keys=[self.key(n, "delayed")])))
+            if due >= 0:
+                timeout = min(timeout, due)
+        if timeout <= 0:
+            return
+        if self.block_for <= 0:
+            time.sleep(timeout)
+            return
+        keys = [self.key(n, "notify") for n in queues]
+        token = self._call("wait", lambda: self.redis.blpop(keys, timeout=max(timeout, 0.01)))
+        if token:  # give the wake-up back: the pop script consumes one per job it takes
+            self._call("wait", lambda: self.redis.lpush(token[0], 1))
+
+    def delete_reserved(self, job: QueueJob) -> bool:
+        keys = self._keys(job.queue_name, "reserved", "bodies", "attempts", "tokens")
+        return bool(self._idempotent("delete", lambda: self._scripts["delete"](
+            keys=keys, args=[job.job_id, job.token])))
+
+    def release_reserved(self, job: QueueJob, delay: float) -> bool:
+        keys = self._keys(job.queue_name, "reserved", "delayed", "", "notify", "tokens")
+        keys[2] = self.key(job.queue_name)
+        return bool(self._idempotent("release", lambda: self._scripts["release"](
+            keys=keys, args=[job.job_id, job.token, f"{delay:.6f}"])))
+
+    # -- inspection ---------------------------------------------------------------------------
+    def size(self, queue: str | None = None) -> int:
+        def run() -> int:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.llen(self.key(queue))
+            pipe.zcard(self.key(queue, "delayed"))
+            pipe.zcard(self.key(queue, "reserved"))
+            return sum(pipe.execute())
+
+        return self._call("size", run)
+
+    def clear(self, queue: str | None = None) -> int:
+        keys = self._keys(queue, "", "delayed", "notify", "bodies", "attempts", "tokens", "reserved")
+        keys[0] = self.key(queue)
+        return int(self._call("clear", lambda: self._scripts["clear"](keys=keys)))
+
+    def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
+        bodies = self._call("peek", lambda: self._scripts["peek"](
+            keys=[self.key(queue), self.key(queue, "bodies")], args=[limit]))
+        return [b.decode("utf-8", errors="surrogateescape") for b in bodies]
+
+    def reserved_count(self, queue: str | None = None) -> int:
+        return int(self._call("size", lambda: self.redis.zcard(self.key(queue, "reserved"))))
+
+    # -- worker support -----------------------------------------------------------------------
+    def record_exception(self, uuid: str) -> int:
+        key = f"{self.prefix}job-exceptions:{uuid}"
+
+        def run() -> int:
+            pipe = self.redis.pipeline(transaction=True)
+            pipe.incr(key)
+            pipe.expire(key, 86400)
+            return int(pipe.execute()[0])
+
+        return self._call("record exception", run)
+
+    def forget_exceptions(self, uuid: str) -> None:
+        self._call("forget exceptions", lambda: self.redis.delete(f"{self.prefix}job-exceptions:{uuid}"))
+
+    def ping(self) -> None:
+        self._call("ping", self.redis.ping)
+
+    def close(self) -> None:
+        self.redis.close()
+
+    def restart_stamp(self) -> float | None:
+        value = self._call("restart check", lambda: self.redis.get(RESTART_KEY))
+        return float(value) if value else None
+
+    def set_restart_stamp(self, stamp: float) -> None:
+        self._call("restart", lambda: self.redis.set(RESTART_KEY, repr(stamp)))
+
+
+def _attempts_in(raw: str) -> int:
+    """The attempt count a payload was pushed with (retry resets it to 0)."""
+    import json
+
+    try:
+        doc = json.loads(raw)
+    except ValueError:
+        return 0
+    value = doc.get("attempts", 0) if isinstance(doc, dict) else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

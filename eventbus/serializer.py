@@ -1,0 +1,218 @@
+"""Tagged JSON: Python values to JSON-safe structures and back, without pickle.
+
+Plain JSON values (``None``, bool, int, float, str, lists, dicts with string keys) are written as
+they are. Everything else becomes a dict with a ``"__t__"`` tag::
+
+    datetime, date, time   {"__t__": "datetime", "v": "2026-11-22T10:00:00+00:00"}
+    timedelta              {"__t__": "timedelta", "v": [days, seconds, microseconds]}
+    Decimal, UUID          {"__t__": "decimal", "v": "1.10"}
+    bytes                  {"__t__": "bytes", "v": "<base64>"}
+    tuple, set, frozenset  {"__t__": "tuple", "v": [...]}
+    Enum                   {"__t__": "enum", "cls": "app.Color", "v": <value>}
+    model by identifier    {"__t__": "model", "cls": "app.User", "key": 7}
+    pydantic model         {"__t__": "pydantic", "cls": "app.Address", "v": {...}}
+    dataclass / registered {"__t__": "obj", "cls": "app.Order", "v": {field: value}}
+    dict with other keys   {"__t__": "dict", "v": [[key, value], ...]}
+
+Class names resolve on the way back only through :mod:`eventbus.registry`. Objects are rebuilt
+without calling ``__init__`` (their state is restored as stored), so decoding runs no user code
+except a model adapter's ``load``.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import datetime as dt
+import decimal
+import enum
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from eventbus import registry
+from eventbus.errors import DeserializationError, ModelNotFoundError, SerializationError
+
+TAG = "__t__"
+
+# Attributes that belong to a running job, never to its serialized state.
+RUNTIME_ATTRIBUTES = frozenset({"_queue_job", "_chained", "_dispatch_options"})
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelAdapter:
+    """How to store a model as ``{class, key}`` and load it again when the job runs."""
+
+    key: Callable[[Any], Any]
+    load: Callable[[type, Any], Any]
+
+
+_adapters: dict[type, ModelAdapter] = {}
+
+
+def register_model(
+    cls: type, *, key: Callable[[Any], Any], load: Callable[[type, Any], Any]
+) -> None:
+    """Store instances of ``cls`` by identifier (Laravel's SerializesModels).
+
+    ``key(obj)`` returns a JSON-able identifier; ``load(cls, key)`` returns the fresh object or
+    ``None`` when it is gone, which fails the job with :class:`ModelNotFoundError`.
+    """
+    registry.register(cls)
+    _adapters[cls] = ModelAdapter(key=key, load=load)
+
+
+def _adapter_for(cls: type) -> ModelAdapter | None:
+    for klass in cls.__mro__:
+        if klass in _adapters:
+            return _adapters[klass]
+    return None
+
+
+def _is_pydantic(value: Any) -> bool:
+    return any(
+        f"{c.__module__}.{c.__qualname__}" == "pydantic.main.BaseModel" for c in type(value).__mro__
+    )
+
+
+def object_state(obj: Any) -> dict[str, Any]:
+    """The attributes of ``obj`` that make up its serialized state."""
+    if dataclasses.is_dataclass(obj) and not hasattr(obj, "__dict__"):
+        return {f.name: getattr(obj, f.name) for f in dataclasses.fields(obj)}
+    return {k: v for k, v in vars(obj).items() if k not in RUNTIME_ATTRIBUTES}
+
+
+def encode(value: Any, path: str = "value") -> Any:
+    """Turn ``value`` into JSON-safe data; raise :class:`SerializationError` naming the field."""
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int) and not isinstance(value, enum.Enum):
+        return value
+    if isinstance(value, float):
+        return value
+    if isinstance(value, list):
+        return [encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+    if isinstance(value, dict):
+        return _encode_dict(value, path)
+    encoder = _ENCODERS.get(type(value))
+    if encoder is not None:
+        return encoder(value, path)
+    return _encode_object(value, path)
+
+
+def _encode_dict(value: dict[Any, Any], path: str) -> Any:
+    if all(isinstance(k, str) for k in value) and TAG not in value:
+        return {k: encode(v, f"{path}.{k}") for k, v in value.items()}
+    return {
+        TAG: "dict",
+        "v": [[encode(k, f"{path}<key>"), encode(v, f"{path}[{k!r}]")] for k, v in value.items()],
+    }
+
+
+def _encode_object(value: Any, path: str) -> Any:
+    cls = type(value)
+    if isinstance(value, enum.Enum):
+        return {TAG: "enum", "cls": registry.dotted_name(cls), "v": encode(value.value, path)}
+    adapter = _adapter_for(cls)
+    if adapter is not None:
+        return {TAG: "model", "cls": registry.dotted_name(cls), "key": encode(adapter.key(value), path)}
+    if isinstance(value, dt.datetime):
+        return {TAG: "datetime", "v": value.isoformat()}
+    if isinstance(value, dt.date):
+        return {TAG: "date", "v": value.isoformat()}
+    if _is_pydantic(value):
+        return {TAG: "pydantic", "cls": registry.dotted_name(cls), "v": value.model_dump(mode="json")}
+    if dataclasses.is_dataclass(value) or registry.is_registered(registry.dotted_name(cls)):
+        state = object_state(value)
+        return {
+            TAG: "obj",
+            "cls": registry.dotted_name(cls),
+            "v": {k: encode(v, f"{path}.{k}") for k, v in state.items()},
+        }
+    raise SerializationError(
+        f"cannot serialize {path}: {cls.__module__}.{cls.__qualname__} is not JSON, a dataclass, "
+        "a pydantic model or a registered class (decorate it with @eventbus.serializable, "
+        "or register a model adapter with eventbus.register_model)",
+        path=path,
+    )
+
+
+def _seq(tag: str) -> Callable[[Any, str], Any]:
+    return lambda v, path: {TAG: tag, "v": [encode(x, f"{path}[{i}]") for i, x in enumerate(v)]}
+
+
+_ENCODERS: dict[type, Callable[[Any, str], Any]] = {
+    dt.datetime: lambda v, p: {TAG: "datetime", "v": v.isoformat()},
+    dt.date: lambda v, p: {TAG: "date", "v": v.isoformat()},
+    dt.time: lambda v, p: {TAG: "time", "v": v.isoformat()},
+    dt.timedelta: lambda v, p: {TAG: "timedelta", "v": [v.days, v.seconds, v.microseconds]},
+    decimal.Decimal: lambda v, p: {TAG: "decimal", "v": str(v)},
+    uuid.UUID: lambda v, p: {TAG: "uuid", "v": str(v)},
+    bytes: lambda v, p: {TAG: "bytes", "v": base64.b64encode(v).decode("ascii")},
+    tuple: _seq("tuple"),
+    set: _seq("set"),
+    frozenset: _seq("frozenset"),
+}
+
+
+def decode(data: Any) -> Any:
+    """Rebuild the value that :func:`encode` wrote. Names resolve only through the registry."""
+    if isinstance(data, list):
+        return [decode(v) for v in data]
+    if not isinstance(data, dict):
+        return data
+    tag = data.get(TAG)
+    if tag is None:
+        return {k: decode(v) for k, v in data.items()}
+    decoder = _DECODERS.get(tag)
+    if decoder is None:
+        raise DeserializationError(f"unknown tag {tag!r} in payload")
+    try:
+        return decoder(data)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise DeserializationError(f"malformed {tag!r} value in payload: {exc}") from exc
+
+
+def restore_object(cls: type, state: dict[str, Any]) -> Any:
+    """Make an instance of ``cls`` from stored state without calling its ``__init__``."""
+    obj = cls.__new__(cls)
+    for key, value in state.items():
+        object.__setattr__(obj, key, value)
+    return obj
+
+
+def _decode_obj(data: dict[str, Any]) -> Any:
+    cls = registry.resolve(data["cls"])
+    state = {k: decode(v) for k, v in data["v"].items()}
+    return restore_object(cls, state)
+
+
+def _decode_model(data: dict[str, Any]) -> Any:
+    cls = registry.resolve(data["cls"])
+    adapter = _adapter_for(cls)
+    if adapter is None:
+        raise DeserializationError(f"{data['cls']} has no model adapter registered")
+    key = decode(data["key"])
+    obj = adapter.load(cls, key)
+    if obj is None:
+        raise ModelNotFoundError(f"no {data['cls']} with key {key!r} any more")
+    return obj
+
+
+_DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "datetime": lambda d: dt.datetime.fromisoformat(d["v"]),
+    "date": lambda d: dt.date.fromisoformat(d["v"]),
+    "time": lambda d: dt.time.fromisoformat(d["v"]),
+    "timedelta": lambda d: dt.timedelta(*d["v"]),
+    "decimal": lambda d: decimal.Decimal(d["v"]),
+    "uuid": lambda d: uuid.UUID(d["v"]),
+    "bytes": lambda d: base64.b64decode(d["v"].encode("ascii"), validate=True),
+    "tuple": lambda d: tuple(decode(x) for x in d["v"]),
+    "set": lambda d: {decode(x) for x in d["v"]},
+    "frozenset": lambda d: frozenset(decode(x) for x in d["v"]),
+    "dict": lambda d: {decode(k): decode(v) for k, v in d["v"]},
+    "enum": lambda d: registry.resolve(d["cls"])(decode(d["v"])),
+    "pydantic": lambda d: registry.resolve(d["cls"]).model_validate(d["v"]),
+    "model": _decode_model,
+    "obj": _decode_obj,
+}

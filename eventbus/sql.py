@@ -1,0 +1,140 @@
+"""Shared SQLAlchemy plumbing: one engine per URL, dialect quirks, tables created on first use.
+
+SQLite gets WAL mode, a busy timeout, and ``BEGIN IMMEDIATE`` for every transaction, so two
+processes popping at once queue up on the write lock instead of both reading the same job.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Engine
+
+from eventbus.config import redact_url
+from eventbus.errors import ConfigurationError, ConnectionUnavailableError, MissingDependencyError
+
+T = TypeVar("T")
+
+_EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "pymysql": "mysql", "MySQLdb": "mysql",
+           "mysqlclient": "mysql"}
+
+_lock = threading.Lock()
+_engines: dict[str, Engine] = {}
+_created: set[tuple[str, str]] = set()
+
+
+def engine_for(url: str) -> Engine:
+    """The engine for ``url``, built once per process."""
+    with _lock:
+        engine = _engines.get(url)
+        if engine is None:
+            engine = _engines[url] = _build(url)
+        return engine
+
+
+def _build(url: str) -> Engine:
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError as exc:
+        raise ConfigurationError(f"bad database URL {redact_url(url)!r}: {exc}") from exc
+    try:
+        if parsed.get_backend_name() == "sqlite":
+            engine = sa.create_engine(parsed, connect_args={"timeout": 30}, pool_pre_ping=False)
+            _sqlite_immediate_transactions(engine)
+            return engine
+        return sa.create_engine(parsed, pool_pre_ping=True, pool_recycle=3600)
+    except ModuleNotFoundError as exc:
+        extra = _EXTRAS.get(exc.name or "", None)
+        hint = f"pip install 'eventbus[{extra}]'" if extra else f"install the {exc.name} package"
+        raise MissingDependencyError(
+            f"database URL {redact_url(url)!r} needs the {exc.name} driver: {hint}") from exc
+    except sa.exc.NoSuchModuleError as exc:
+        raise ConfigurationError(f"unknown database dialect in {redact_url(url)!r}: {exc}") from exc
+
+
+def _sqlite_immediate_transactions(engine: Engine) -> None:
+    """Let SQLAlchemy, not pysqlite, begin transactions, and begin them IMMEDIATE (write lock)."""
+
+    @event.listens_for(engine, "connect")
+    def on_connect(dbapi_connection: Any, record: Any) -> None:
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        cursor.execute("PRAGMA journal_mode=WAL")
+        cursor.execute("PRAGMA busy_timeout=30000")
+        cursor.execute("PRAGMA synchronous=NORMAL")
+        cursor.close()
+
+    @event.listens_for(engine, "begin")
+    def on_begin(conn: Any) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def guarded(url: str, action: str, fn: Callable[[], T]) -> T:
+    """Run ``fn``; a lost or refused connection becomes ConnectionUnavailableError (no password)."""
+    try:
+        return fn()
+    except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
+        if _is_connection_problem(exc):
+            raise ConnectionUnavailableError(
+                f"cannot reach database at {redact_url(url)} ({action}): {_first_line(exc)}") from exc
+        raise
+    except sa.exc.DBAPIError as exc:
+        if exc.connection_invalidated:
+            raise ConnectionUnavailableError(
+                f"lost the database connection to {redact_url(url)} ({action})") from exc
+        raise
+
+
+_CONNECTION_WORDS = ("connect", "connection", "server closed", "gone away", "unable to open",
+                     "timeout expired", "terminating", "network", "broken pipe", "no route")
+
+
+def _is_connection_problem(exc: sa.exc.DBAPIError) -> bool:
+    text = str(exc.orig).lower()
+    return exc.connection_invalidated or any(w in text for w in _CONNECTION_WORDS)
+
+
+def _first_line(exc: BaseException) -> str:
+    return str(getattr(exc, "orig", exc)).strip().splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def ensure_tables(engine: Engine, metadata: sa.MetaData, tables: Iterable[sa.Table]) -> None:
+    """Create ``tables`` if missing, once per process; tolerate a concurrent creator."""
+    todo = [t for t in tables if (str(engine.url), t.name) not in _created]
+    if not todo:
+        return
+    try:
+        metadata.create_all(engine, tables=todo, checkfirst=True)
+    except (sa.exc.ProgrammingError, sa.exc.OperationalError, sa.exc.IntegrityError) as exc:
+        if "exist" not in str(exc).lower():  # another process created it a moment ago
+            raise
+    _created.update((str(engine.url), t.name) for t in todo)
+
+
+def insert_ignoring_duplicates(engine: Engine, table: sa.Table, key: str) -> Any:
+    """An INSERT that skips rows whose ``key`` already exists, in the engine's dialect."""
+    name = engine.dialect.name
+    if name == "postgresql":
+        from sqlalchemy.dialects.postgresql import insert as pg_insert
+
+        return pg_insert(table).on_conflict_do_nothing(index_elements=[key])
+    if name == "sqlite":
+        from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+
+        return sqlite_insert(table).on_conflict_do_nothing(index_elements=[key])
+    if name in ("mysql", "mariadb"):
+        return sa.insert(table).prefix_with("IGNORE")
+    return sa.insert(table)
+
+
+def reset() -> None:
+    with _lock:
+        engines = list(_engines.values())
+        _engines.clear()
+        _created.clear()
+    for engine in engines:
+        engine.dispose()

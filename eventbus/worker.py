@@ -1,0 +1,308 @@
+"""The worker: Laravel's daemon loop.
+
+Each turn: pause check -> ``Looping`` -> pop from the first non-empty queue -> process it under its
+timeout -> stop checks. SIGTERM/SIGINT finish the current job and exit 0; SIGUSR2 pauses, SIGCONT
+resumes; ``eventbus restart`` makes every worker exit after its current job.
+
+A timed-out attempt is interrupted (``SIGALRM``) and handled like any exception. A job that does
+not stop within ``timeout_grace_s`` after that is recorded by a watchdog thread (released or
+failed, as its tries say) and the process exits with status 1 so that its supervisor starts a
+fresh one; the job's reservation is never left to chance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+from collections.abc import Callable, Sequence
+from types import FrameType
+
+from eventbus.connections import connection as get_connection
+from eventbus.dispatcher import emit
+from eventbus.errors import (
+    ConnectionUnavailableError,
+    DeserializationError,
+    JobTimeoutError,
+    WorkerConfigurationError,
+)
+from eventbus.events import Looping, WorkerStopping
+from eventbus.processing import (
+    Outcome,
+    ProcessOptions,
+    backoff_for,
+    fail_job,
+    max_tries_for,
+    process,
+    timeout_for,
+)
+from eventbus.queue.base import Queue, QueueJob
+
+log = logging.getLogger(__name__)
+
+EXIT_OK = 0
+EXIT_ERROR = 1
+EXIT_USAGE = 2
+EXIT_MEMORY = 12
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class WorkerOptions:
+    """Worker settings. Durations are seconds; 0 disables a limit."""
+
+    queues: tuple[str, ...] = ()
+    name: str = "default"
+    sleep_s: float = 3.0
+    tries: int = 1
+    backoff_s: tuple[float, ...] = (0.0,)
+    timeout_s: float = 60.0
+    timeout_grace_s: float = 5.0
+    memory_mb: float = 128.0
+    max_jobs: int = 0
+    max_time_s: float = 0.0
+    rest_s: float = 0.0
+    force: bool = False
+    once: bool = False
+    stop_when_empty: bool = False
+
+    def process_options(self) -> ProcessOptions:
+        return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s)
+
+
+def memory_mb() -> float:
+    """Resident memory of this process in MB (current where /proc has it, else the peak)."""
+    try:
+        with open("/proc/self/statm") as f:
+            pages = int(f.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 1048576
+    except (OSError, ValueError, IndexError):
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class Worker:
+    """Runs jobs from one connection until a stop condition; :meth:`run` returns the exit status."""
+
+    def __init__(self, connection: str | None = None, *, options: WorkerOptions | None = None,
+                 output: Callable[[str], None] | None = None) -> None:
+        self.queue: Queue = get_connection(connection)
+        self.options = options or WorkerOptions()
+        self.queues: tuple[str, ...] = self.options.queues or (self.queue.default_queue,)
+        self.output = output
+        self.should_quit = False
+        self.paused = False
+        self.jobs_processed = 0
+        self._current: QueueJob | None = None
+        self._deadline: float | None = None
+        self._waiting = False
+        self._lock = threading.Lock()
+        self.check_options()
+
+    # -- start-up checks ----------------------------------------------------------------------
+    def check_options(self) -> None:
+        """Refuse a timeout that is not below retry_after: the job would run twice at once."""
+        timeout, retry_after = self.options.timeout_s, self.queue.retry_after
+        if self.queue.driver in ("redis", "database") and timeout > 0 and timeout >= retry_after:
+            raise WorkerConfigurationError(
+                f"worker timeout ({timeout:g}s) must be below the retry_after ({retry_after:g}s) of "
+                f"connection {self.queue.connection_name!r}: a job still running when its reservation "
+                "expires is handed to a second worker. Lower --timeout or raise retry_after.",
+                connection=self.queue.connection_name)
+        if self.options.tries == 0:
+            log.warning("tries=0: failing jobs are retried forever")
+
+    # -- the loop -----------------------------------------------------------------------------
+    def run(self) -> int:
+        """Work until a stop condition; return the exit status (0, 12 memory, 1 error)."""
+        self.queue.ping()
+        self._install_signals()
+        restart_at = self._restart_stamp()
+        started = time.monotonic()
+        watchdog = threading.Thread(target=self._watch, name="eventbus-watchdog", daemon=True)
+        watchdog.start()
+        status: int | None = None
+        while status is None:
+            if self.paused:
+                self._sleep(self.options.sleep_s)
+            else:
+                emit(Looping(self.queue.connection_name, self.queues))
+                job = self._next_job()
+                if job is not None:
+                    self.run_job(job)
+                    if self.options.rest_s > 0:
+                        self._sleep(self.options.rest_s)
+                elif self.options.stop_when_empty:
+                    status = EXIT_OK
+                else:
+                    self._wait()
+            status = status if status is not None else self.stop_status(started, restart_at)
+        emit(WorkerStopping(status))
+        return status
+
+    def stop_status(self, started: float, restart_at: float | None) -> int | None:
+        """The exit status if the worker should stop now, else None."""
+        o = self.options
+        if self.should_quit or o.once and self.jobs_processed > 0:
+            return EXIT_OK
+        if o.memory_mb > 0 and memory_mb() >= o.memory_mb:
+            log.warning("memory limit of %sMB reached; stopping", o.memory_mb)
+            return EXIT_MEMORY
+        if o.max_jobs and self.jobs_processed >= o.max_jobs:
+            return EXIT_OK
+        if o.max_time_s and time.monotonic() - started >= o.max_time_s:
+            return EXIT_OK
+        if self._restart_stamp() != restart_at:
+            return EXIT_OK
+        return None
+
+    def _restart_stamp(self) -> float | None:
+        try:
+            return self.queue.restart_stamp()
+        except ConnectionUnavailableError:
+            return None
+
+    def _next_job(self) -> QueueJob | None:
+        """Pop from the first non-empty queue; ride out a lost connection with backoff."""
+        delay = 0.5
+        while True:
+            try:
+                for name in self.queues:
+                    job = self.queue.pop(name)
+                    if job is not None:
+                        return job
+                return None
+            except ConnectionUnavailableError as exc:
+                log.warning("%s; retrying in %.1fs", exc, delay)
+                if self._sleep(delay):
+                    return None
+                delay = min(delay * 2, 30.0)
+
+    def _wait(self) -> None:
+        try:
+            self._interruptible(lambda: self.queue.wait(self.queues, self.options.sleep_s))
+        except ConnectionUnavailableError as exc:
+            log.warning("%s", exc)
+            self._sleep(min(self.options.sleep_s, 1.0) or 1.0)
+
+    def _sleep(self, seconds: float) -> bool:
+        """Sleep, waking early on a stop signal. Returns True when the worker should quit."""
+        self._interruptible(lambda: time.sleep(seconds))
+        return self.should_quit
+
+    def _interruptible(self, fn: Callable[[], None]) -> None:
+        """Run an idle wait that a quit signal may cut short (never a pop or a job)."""
+        if self.should_quit:
+            return
+        self._waiting = True
+        try:
+            try:
+                fn()
+            finally:
+                self._waiting = False
+        except _WakeUp:
+            self.queue.close()  # a blocking read was cut short: drop that connection
+
+    # -- one job ------------------------------------------------------------------------------
+    def run_job(self, job: QueueJob) -> Outcome:
+        self.jobs_processed += 1
+        started = time.monotonic()
+        with self._lock:
+            self._current = job
+            self._deadline = self._deadline_for(job)
+        try:
+            outcome, exc = process(job, self.options.process_options())
+        except ConnectionUnavailableError as lost:
+            outcome, exc = Outcome.RELEASED, lost
+            log.warning("connection lost while finishing job %s; its reservation will expire and it "
+                        "runs again: %s", job.uuid, lost)
+        finally:
+            with self._lock:
+                self._current, self._deadline = None, None
+        if exc is not None and not isinstance(exc, ConnectionUnavailableError):
+            log.error("job %s (%s) raised %s: %s", self._name_of(job), job.uuid, type(exc).__name__,
+                      exc, exc_info=exc if outcome is Outcome.FAIL else None)
+        self._report(job, outcome, time.monotonic() - started)
+        return outcome
+
+    def _deadline_for(self, job: QueueJob) -> float | None:
+        try:
+            timeout = timeout_for(job, self.options.process_options())
+        except DeserializationError:
+            return None
+        return time.monotonic() + timeout + self.options.timeout_grace_s if timeout > 0 else None
+
+    @staticmethod
+    def _name_of(job: QueueJob) -> str:
+        try:
+            return job.payload().display_name
+        except DeserializationError:
+            return "(unreadable payload)"
+
+    def _report(self, job: QueueJob, outcome: Outcome, seconds: float) -> None:
+        if self.output is None:
+            return
+        stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
+        self.output(f"{stamp} {self._name_of(job)} [{job.queue_name}] "
+                    f"{seconds * 1000:.2f}ms {outcome.value}")
+
+    # -- the watchdog for jobs that ignore the interrupt --------------------------------------
+    def _watch(self) -> None:
+        while True:
+            time.sleep(0.1)
+            with self._lock:
+                job, deadline = self._current, self._deadline
+            if job is not None and deadline is not None and time.monotonic() > deadline:
+                self._give_up_on(job)
+
+    def _give_up_on(self, job: QueueJob) -> None:
+        """Record the outcome of a job that would not stop, then end this process."""
+        options = self.options.process_options()
+        exc = JobTimeoutError(f"{self._name_of(job)} timed out and could not be interrupted",
+                              job_uuid=job.uuid, queue=job.queue_name)
+        try:
+            payload = job.payload()
+            if payload.fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):
+                fail_job(job, exc)
+            else:
+                job.release(backoff_for(job, options))
+        except Exception:
+            log.exception("could not record the outcome of job %s", job.uuid)
+        sys.stderr.write(f"eventbus: {exc}; exiting so that a fresh worker takes over\n")
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
+
+    # -- signals ------------------------------------------------------------------------------
+    def _install_signals(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+        signal.signal(signal.SIGTERM, self._on_quit)
+        signal.signal(signal.SIGINT, self._on_quit)
+        signal.signal(signal.SIGUSR2, self._on_pause)
+        signal.signal(signal.SIGCONT, self._on_resume)
+
+    def _on_quit(self, signum: int, frame: FrameType | None) -> None:
+        self.should_quit = True
+        if self._waiting:
+            self._waiting = False
+            raise _WakeUp()
+
+    def _on_pause(self, signum: int, frame: FrameType | None) -> None:
+        self.paused = True
+
+    def _on_resume(self, signum: int, frame: FrameType | None) -> None:
+        self.paused = False
+
+
+class _WakeUp(BaseException):
+    """Raised by the quit signal handler to cut an idle wait short."""
+
+
+def work(connection: str | None = None, *, queues: Sequence[str] = (), **options: object) -> int:
+    """Run a worker in this process (``eventbus work`` without the CLI). Returns the exit status."""
+    opts = WorkerOptions(queues=tuple(queues), **options)  # type: ignore[arg-type]
+    return Worker(connection, options=opts).run()
