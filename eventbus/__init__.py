@@ -34,6 +34,7 @@ from eventbus.payload import Payload
 from eventbus.queue.base import Queue, QueueJob
 from eventbus.registry import serializable, trust
 from eventbus.serializer import register_model
+from eventbus.transactions import after_commit
 from eventbus.worker import Worker, WorkerOptions
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "WorkerOptions",
     "WorkerStopping",
     "aemit",
+    "after_commit",
     "bus",
     "chain",
     "configure",

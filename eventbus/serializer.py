@@ -176,7 +176,10 @@ def decode(data: Any) -> Any:
 def restore_object(cls: type, state: dict[str, Any]) -> Any:
     """Make an instance of ``cls`` from stored state without calling its ``__init__``."""
     obj = cls.__new__(cls)
-    for key, value in state.items():
+    if hasattr(obj, "__dict__"):
+        obj.__dict__.update(state)  # bypasses properties and frozen dataclasses alike
+        return obj
+    for key, value in state.items():  # __slots__ classes
         object.__setattr__(obj, key, value)
     return obj
 

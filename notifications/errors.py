@@ -1,0 +1,33 @@
+"""Notification errors, all under ``eventbus.EventBusError``."""
+
+from __future__ import annotations
+
+from eventbus import ConfigurationError, EventBusError
+
+
+class NotificationFailedError(EventBusError):
+    """One or more channels failed. ``failures`` maps channel name to its exception.
+
+    Raised after every other channel had its try, so one broken channel never stops the rest.
+    """
+
+    def __init__(self, failures: dict[str, BaseException]) -> None:
+        details = "; ".join(f"{name}: {type(exc).__name__}: {exc}" for name, exc in failures.items())
+        super().__init__(f"notification failed on channel(s) {', '.join(failures)} ({details})")
+        self.failures = failures
+
+
+class UnknownChannelError(ConfigurationError):
+    """A notification's ``via()`` names a channel that is not registered."""
+
+
+class DeliveryError(EventBusError):
+    """A transport or provider refused a message (SMTP error, provider error response)."""
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.code = code
+
+
+__all__ = ["DeliveryError", "NotificationFailedError", "UnknownChannelError"]

@@ -1,0 +1,14 @@
+"""Mail messages, rendering and transports."""
+
+from notifications.mail.message import Attachment, MailContent, MailMessage
+from notifications.mail.render import render, set_template_dirs
+from notifications.mail.transports import (
+    ArrayTransport,
+    LogTransport,
+    SmtpSettings,
+    SmtpTransport,
+    transport_from_url,
+)
+
+__all__ = ["ArrayTransport", "Attachment", "LogTransport", "MailContent", "MailMessage",
+           "SmtpSettings", "SmtpTransport", "render", "set_template_dirs", "transport_from_url"]

@@ -1,0 +1,168 @@
+"""Mail transports: ``smtp`` (aiosmtplib), ``log`` (.eml files), ``array`` (in memory).
+
+Chosen by URL (``EVENTBUS_MAIL_URL`` or ``configure(mail=...)``)::
+
+    log                      .eml files in ./storage/mail, one log line each
+    log:/var/mail/outbox     .eml files in that directory
+    array                    kept in memory (``transport.messages``), for tests
+    smtp://user:pass@host:587?starttls=1&timeout=10
+    smtps://user:pass@host:465                      implicit TLS
+        extra query options: verify=0 (accept any certificate), cafile=PATH, reuse=0 (a new
+        connection per message)
+
+The SMTP transport keeps one connection per event loop and reuses it across messages (a worker
+runs its jobs on one loop), reconnecting once when the server dropped it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import email.message
+import email.policy
+import logging
+import pathlib
+import time
+import uuid
+from typing import Any, Protocol
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import aiosmtplib
+
+from eventbus import ConfigurationError
+from eventbus.config import redact_url
+from notifications.errors import DeliveryError
+
+log = logging.getLogger(__name__)
+
+
+class MailTransport(Protocol):
+    async def send(self, message: email.message.EmailMessage) -> str:
+        """Deliver ``message``; return a transport response (e.g. the SMTP reply)."""
+        ...
+
+
+class ArrayTransport:
+    """Keeps every message in ``messages`` (a real transport, for tests and previews)."""
+
+    def __init__(self) -> None:
+        self.messages: list[email.message.EmailMessage] = []
+
+    async def send(self, message: email.message.EmailMessage) -> str:
+        self.messages.append(message)
+        return f"stored #{len(self.messages)}"
+
+
+class LogTransport:
+    """Writes each message as an .eml file and logs where it went."""
+
+    def __init__(self, directory: str | pathlib.Path = "storage/mail") -> None:
+        self.directory = pathlib.Path(directory)
+        self.last_path: pathlib.Path | None = None
+
+    async def send(self, message: email.message.EmailMessage) -> str:
+        self.directory.mkdir(parents=True, exist_ok=True)
+        stamp = time.strftime("%Y%m%d-%H%M%S")
+        path = self.directory / f"{stamp}-{uuid.uuid4().hex[:8]}.eml"
+        path.write_bytes(message.as_bytes(policy=email.policy.SMTP))
+        self.last_path = path
+        log.info("mail to %s, subject %r, written to %s", message["To"], message["Subject"], path)
+        return str(path)
+
+
+@dataclasses.dataclass
+class SmtpSettings:
+    host: str
+    port: int
+    username: str | None = None
+    password: str | None = None
+    use_tls: bool = False
+    start_tls: bool = False
+    timeout: float = 30.0
+    validate_certs: bool = True
+    cert_bundle: str | None = None
+    reuse: bool = True
+
+
+class SmtpTransport:
+    """SMTP over aiosmtplib, one reused connection per event loop."""
+
+    def __init__(self, settings: SmtpSettings) -> None:
+        self.settings = settings
+        self._clients: dict[int, tuple[aiosmtplib.SMTP, asyncio.Lock]] = {}
+        self.connections_opened = 0
+
+    def _client(self) -> aiosmtplib.SMTP:
+        s = self.settings
+        return aiosmtplib.SMTP(hostname=s.host, port=s.port, username=s.username, password=s.password,
+                               use_tls=s.use_tls, start_tls=s.start_tls, timeout=s.timeout,
+                               validate_certs=s.validate_certs, cert_bundle=s.cert_bundle)
+
+    async def _connected(self, loop_id: int) -> tuple[aiosmtplib.SMTP, asyncio.Lock]:
+        entry = self._clients.get(loop_id)
+        if entry is None:
+            entry = self._clients[loop_id] = (self._client(), asyncio.Lock())
+        client, _ = entry
+        if not client.is_connected:
+            await client.connect()
+            self.connections_opened += 1
+        return entry
+
+    async def send(self, message: email.message.EmailMessage) -> str:
+        loop_id = id(asyncio.get_running_loop())
+        try:
+            return await self._send_once(loop_id, message)
+        except aiosmtplib.SMTPServerDisconnected:
+            self._clients.pop(loop_id, None)  # dropped while idle: one fresh connection
+            return await self._send_once(loop_id, message)
+        except (aiosmtplib.SMTPConnectError, aiosmtplib.SMTPConnectTimeoutError, OSError) as exc:
+            self._clients.pop(loop_id, None)
+            raise DeliveryError(f"cannot reach SMTP server {self.settings.host}:{self.settings.port}: {exc}") from exc
+        except aiosmtplib.SMTPResponseException as exc:
+            raise DeliveryError(f"SMTP server refused the message: {exc.code} {exc.message}",
+                                status=exc.code) from exc
+
+    async def _send_once(self, loop_id: int, message: email.message.EmailMessage) -> str:
+        client, lock = await self._connected(loop_id)
+        async with lock:
+            _, reply = await client.send_message(message)
+            if not self.settings.reuse:
+                await self.close_loop(loop_id)
+            return reply
+
+    async def close_loop(self, loop_id: int) -> None:
+        entry = self._clients.pop(loop_id, None)
+        if entry is not None and entry[0].is_connected:
+            try:
+                await entry[0].quit()
+            except aiosmtplib.SMTPException:
+                entry[0].close()
+
+
+def _flag(query: dict[str, list[str]], name: str, default: bool) -> bool:
+    values = query.get(name)
+    return default if not values else values[-1].lower() in ("1", "true", "yes", "on")
+
+
+def transport_from_url(url: str) -> Any:
+    """Build the transport a mail URL names; a bad URL is one clear ConfigurationError."""
+    if url == "array":
+        return ArrayTransport()
+    if url == "log" or url.startswith("log:"):
+        directory = url[4:].removeprefix("//") if url.startswith("log:") else ""
+        return LogTransport(directory or "storage/mail")
+    parts = urlsplit(url)
+    if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+        raise ConfigurationError(f"bad mail URL {redact_url(url)!r}: use log, log:DIR, array, "
+                                 "smtp://user:pass@host:port?starttls=1 or smtps://...")
+    query = parse_qs(parts.query)
+    implicit = parts.scheme == "smtps" or _flag(query, "tls", False)
+    return SmtpTransport(SmtpSettings(
+        host=parts.hostname, port=parts.port or (465 if implicit else 25),
+        username=unquote(parts.username) if parts.username else None,
+        password=unquote(parts.password) if parts.password else None,
+        use_tls=implicit, start_tls=_flag(query, "starttls", False),
+        timeout=float(query.get("timeout", ["30"])[-1]),
+        validate_certs=_flag(query, "verify", True),
+        cert_bundle=query.get("cafile", [None])[-1],
+        reuse=_flag(query, "reuse", True)))

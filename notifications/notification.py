@@ -1,0 +1,94 @@
+"""``Notification``: what to say, on which channels, and how to queue it.
+
+Subclasses are registered for payloads automatically, so a queued notification travels as JSON.
+Options are class attributes (``queued``, ``connection``, ``queue``, ``delay``, ``tries``,
+``backoff``, ``timeout``, ``after_commit``); ``via_queues()`` and ``with_delay()`` refine queue
+and delay per channel.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from typing import Any, ClassVar
+
+from eventbus import registry, serializable
+
+
+class Notification:
+    """Base class for notifications."""
+
+    queued: ClassVar[bool] = False
+    connection: ClassVar[str | None] = None
+    queue: ClassVar[str | None] = None
+    delay: ClassVar[Any] = None
+    tries: ClassVar[int | None] = None
+    backoff: ClassVar[Any] = None
+    timeout: ClassVar[float | None] = None
+    after_commit: ClassVar[bool] = False
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        registry.register(cls)
+
+    @property
+    def id(self) -> str:
+        """A uuid shared by every channel's delivery of this notification (set on first read)."""
+        value = self.__dict__.get("_id") or self.__dict__.get("id")
+        if not value:
+            value = str(uuid.uuid4())
+            self.__dict__["id"] = value
+        return str(value)
+
+    def via(self, notifiable: Any) -> list[Any]:
+        """Channel names (or channel classes) to deliver on."""
+        return []
+
+    def should_send(self, notifiable: Any, channel: str) -> bool:
+        """Last word before a channel delivers; checked when the delivery happens (also queued)."""
+        return True
+
+    def via_queues(self) -> dict[str, str]:
+        """Queue per channel, e.g. ``{"mail": "mail", "sms": "sms"}``."""
+        return {}
+
+    def with_delay(self, notifiable: Any) -> dict[str, Any]:
+        """Delay per channel, e.g. ``{"sms": timedelta(minutes=5)}``."""
+        return {}
+
+    def to_dict(self, notifiable: Any) -> dict[str, Any]:
+        """Data for the database channel when ``to_database`` is not defined."""
+        raise NotImplementedError(f"{type(self).__qualname__} needs to_database() or to_dict()")
+
+    def failed(self, notifiable: Any, channel: str, exc: BaseException) -> None:
+        """Called once when a queued delivery on ``channel`` has failed for good."""
+
+    @staticmethod
+    def route(channel: str, route: Any) -> AnonymousNotifiable:
+        """An on-demand recipient: ``Notification.route("mail", "a@b.c").notify(n)``."""
+        return AnonymousNotifiable().route(channel, route)
+
+
+@serializable
+@dataclasses.dataclass
+class AnonymousNotifiable:
+    """A recipient that is only a set of routes (Laravel's on-demand notifications)."""
+
+    routes: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    def route(self, channel: str, route: Any) -> AnonymousNotifiable:
+        self.routes[channel] = route
+        return self
+
+    def route_notification_for(self, channel: str, notification: Any = None) -> Any:
+        return self.routes.get(channel)
+
+    def notify(self, notification: Notification) -> None:
+        from notifications.sender import sender
+
+        sender.send([self], notification)
+
+    def notify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
+        from notifications.sender import sender
+
+        sender.send_now([self], notification, channels)

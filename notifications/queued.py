@@ -1,0 +1,39 @@
+"""``SendQueuedNotifications``: the job that delivers one notification on one channel."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from eventbus import serializable
+from eventbus.jobs import InteractsWithQueue
+
+
+@serializable
+class SendQueuedNotifications(InteractsWithQueue):
+    """Delivers ``notification`` to ``notifiable`` on ``channel`` in the worker.
+
+    Retries, timeout and backoff come from the notification; ``notification.failed(notifiable,
+    channel, exc)`` runs once when the delivery has failed for good.
+    """
+
+    def __init__(self, notifiable: Any, notification: Any, channel: str) -> None:
+        self.notifiable = notifiable
+        self.notification = notification
+        self.channel = channel
+        self.display_name = (f"{type(notification).__module__}.{type(notification).__qualname__}"
+                             f" via {channel}")
+        self.tries = getattr(notification, "tries", None)
+        self.backoff = getattr(notification, "backoff", None)
+        self.timeout = getattr(notification, "timeout", None)
+        self.max_exceptions = getattr(notification, "max_exceptions", None)
+
+    def handle(self) -> Any:
+        from notifications.sender import sender
+
+        return sender.asend_now([self.notifiable], self.notification, [self.channel])
+
+    def failed(self, exc: BaseException) -> None:
+        hook = getattr(self.notification, "failed", None)
+        if callable(hook):
+            cause = getattr(exc, "failures", {}).get(self.channel, exc)
+            hook(self.notifiable, self.channel, cause)
