@@ -117,7 +117,7 @@ def _encode_object(value: Any, path: str) -> Any:
     if adapter is not None:
         return {TAG: "model", "cls": registry.dotted_name(cls), "key": encode(adapter.key(value), path)}
     if isinstance(value, dt.datetime):
-        return {TAG: "datetime", "v": value.isoformat()}
+        return _encode_datetime(value, path)
     if isinstance(value, dt.date):
         return {TAG: "date", "v": value.isoformat()}
     if _is_pydantic(value):
@@ -141,8 +141,31 @@ def _seq(tag: str) -> Callable[[Any, str], Any]:
     return lambda v, path: {TAG: tag, "v": [encode(x, f"{path}[{i}]") for i, x in enumerate(v)]}
 
 
+def _encode_datetime(value: dt.datetime, path: str) -> Any:
+    """Naive ISO text plus the exact UTC offset (and the zone name for zoneinfo zones)."""
+    out: dict[str, Any] = {TAG: "datetime", "v": value.replace(tzinfo=None).isoformat()}
+    offset = value.utcoffset()
+    if offset is not None:
+        out["tz"] = [offset.days, offset.seconds, offset.microseconds]
+        key = getattr(value.tzinfo, "key", None)
+        if isinstance(key, str):
+            out["zone"] = key
+    return out
+
+
+def _decode_datetime(data: dict[str, Any]) -> dt.datetime:
+    naive = dt.datetime.fromisoformat(data["v"])
+    if "zone" in data:
+        import zoneinfo
+
+        return naive.replace(tzinfo=zoneinfo.ZoneInfo(data["zone"]))
+    if data.get("tz") is not None:
+        return naive.replace(tzinfo=dt.timezone(dt.timedelta(*data["tz"])))
+    return naive
+
+
 _ENCODERS: dict[type, Callable[[Any, str], Any]] = {
-    dt.datetime: lambda v, p: {TAG: "datetime", "v": v.isoformat()},
+    dt.datetime: _encode_datetime,
     dt.date: lambda v, p: {TAG: "date", "v": v.isoformat()},
     dt.time: lambda v, p: {TAG: "time", "v": v.isoformat()},
     dt.timedelta: lambda v, p: {TAG: "timedelta", "v": [v.days, v.seconds, v.microseconds]},
@@ -203,7 +226,7 @@ def _decode_model(data: dict[str, Any]) -> Any:
 
 
 _DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
-    "datetime": lambda d: dt.datetime.fromisoformat(d["v"]),
+    "datetime": _decode_datetime,
     "date": lambda d: dt.date.fromisoformat(d["v"]),
     "time": lambda d: dt.time.fromisoformat(d["v"]),
     "timedelta": lambda d: dt.timedelta(*d["v"]),

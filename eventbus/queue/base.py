@@ -49,6 +49,7 @@ class QueueJob:
     raw: str
     attempts: int
     token: str = ""
+    stored_uuid: str | None = None
     deleted: bool = False
     released: bool = False
     failed: bool = False
@@ -64,7 +65,7 @@ class QueueJob:
         """The payload's uuid; for a body that is not JSON, the id the driver gave it."""
         if self._document is not None and isinstance(self._document.get("uuid"), str):
             return str(self._document["uuid"])
-        return uuid_of(self.raw) or self.job_id
+        return uuid_of(self.raw) or self.stored_uuid or self.job_id
 
     def document(self) -> dict[str, Any]:
         """The body parsed as a JSON object (raises DeserializationError for a bad body)."""

@@ -170,7 +170,7 @@ class DatabaseQueue(Queue):
             conn.execute(sa.update(self.jobs).where(j.id == row.id).values(
                 reserved_at=now, token=token, attempts=j.attempts + 1))
         return QueueJob(queue=self, queue_name=name, job_id=str(row.id), raw=row.payload,
-                        attempts=row.attempts + 1, token=token)
+                        attempts=row.attempts + 1, token=token, stored_uuid=row.uuid)
 
     def delete_reserved(self, job: QueueJob) -> bool:
         j = self.jobs.c

@@ -1,0 +1,164 @@
+"""Jobs that worker subprocesses run in the tests. Each leaves a trace in Redis (db 15).
+
+The app configures itself from the environment the test gives the worker:
+TEST_REDIS_URL for traces, EVENTBUS_CONNECTION / TEST_DB_URL for the queue.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import redis
+
+import eventbus
+
+TRACE = redis.Redis.from_url(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
+
+if os.environ.get("TEST_DB_URL"):
+    eventbus.configure(connections={"database": {"driver": "database", "url": os.environ["TEST_DB_URL"],
+                                                 "retry_after": float(os.environ.get("TEST_RETRY_AFTER", "90"))}})
+elif os.environ.get("TEST_RETRY_AFTER"):
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": os.environ["EVENTBUS_REDIS_URL"],
+                                              "retry_after": float(os.environ["TEST_RETRY_AFTER"]),
+                                              "block_for": 1}})
+
+
+def trace(kind: str, value: object) -> None:
+    TRACE.rpush(f"trace:{kind}", str(value))
+
+
+class Record(eventbus.Job):
+    """Appends its number to trace:ran (and when it started to trace:started)."""
+
+    def __init__(self, n: int, sleep: float = 0.0) -> None:
+        self.n = n
+        self.sleep = sleep
+
+    def handle(self) -> None:
+        trace("started", f"{self.n}:{time.time()}")
+        if self.sleep:
+            time.sleep(self.sleep)
+        trace("ran", self.n)
+
+
+class Flaky(eventbus.Job):
+    """Fails every attempt; records attempts and the failed() call."""
+
+    tries = 3
+    backoff = [0.2, 0.4]
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def handle(self) -> None:
+        trace("attempt", f"{self.n}:{self.attempts}:{time.time()}")
+        raise RuntimeError(f"flaky {self.n} failed on attempt {self.attempts}")
+
+    def failed(self, exc: BaseException) -> None:
+        trace("failed", f"{self.n}:{type(exc).__name__}:{exc}")
+
+
+class Slow(eventbus.Job):
+    """Sleeps longer than its timeout."""
+
+    timeout = 1
+    tries = 2
+
+    def handle(self) -> None:
+        trace("attempt", self.attempts)
+        time.sleep(30)
+
+    def failed(self, exc: BaseException) -> None:
+        trace("failed", f"{type(exc).__name__}:{exc}")
+
+
+class Stubborn(eventbus.Job):
+    """Swallows the timeout interrupt and keeps going: it cannot be interrupted."""
+
+    timeout = 1
+    tries = 1
+
+    def handle(self) -> None:
+        trace("attempt", self.attempts)
+        deadline = time.time() + 30
+        while time.time() < deadline:
+            try:
+                time.sleep(0.05)
+            except BaseException:
+                pass
+
+    def failed(self, exc: BaseException) -> None:
+        trace("failed", f"{type(exc).__name__}:{exc}")
+
+
+class Releaser(eventbus.Job):
+    """Releases itself once with a delay, then succeeds."""
+
+    def handle(self) -> None:
+        trace("attempt", f"{self.attempts}:{time.time()}")
+        if self.attempts == 1:
+            self.release(0.5)
+
+
+class Counted(eventbus.Job):
+    """Increments a counter per run (exactly-once checks across workers)."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def handle(self) -> None:
+        TRACE.hincrby("trace:count", str(self.n), 1)
+
+
+class ExplodingFailedHook(eventbus.Job):
+    def handle(self) -> None:
+        raise ValueError("first")
+
+    def failed(self, exc: BaseException) -> None:
+        trace("failed", "hook ran")
+        raise RuntimeError("the hook itself broke")
+
+
+class AsyncJob(eventbus.Job):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    async def handle(self) -> None:
+        import asyncio
+
+        await asyncio.sleep(0.01)
+        trace("ran", f"async:{self.n}")
+
+
+class MaxExceptions(eventbus.Job):
+    tries = 10
+    max_exceptions = 2
+    backoff = 0
+
+    def handle(self) -> None:
+        trace("attempt", self.attempts)
+        raise RuntimeError("again")
+
+    def failed(self, exc: BaseException) -> None:
+        trace("failed", str(exc))
+
+
+class First(eventbus.Job):
+    def handle(self) -> None:
+        trace("chain", "first")
+
+
+class Second(eventbus.Job):
+    def __init__(self, fail: bool = False) -> None:
+        self.fail_it = fail
+
+    def handle(self) -> None:
+        trace("chain", "second")
+        if self.fail_it:
+            raise RuntimeError("second fails")
+
+
+class Third(eventbus.Job):
+    def handle(self) -> None:
+        trace("chain", "third")

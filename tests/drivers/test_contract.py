@@ -1,0 +1,179 @@
+"""One contract for every storing driver: Redis, SQLite, PostgreSQL, MariaDB."""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+import eventbus
+from conftest import MYSQL_URL, PG_URL, REDIS_URL, database_reason
+from eventbus.payload import Payload
+from eventbus.queue.base import Queue
+
+BACKENDS = ["redis", "sqlite", "postgres", "mariadb"]
+
+
+@pytest.fixture(params=BACKENDS)
+def q(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[Queue]:
+    name = request.param
+    if name == "redis":
+        request.getfixturevalue("redis_client")
+        conn = {"driver": "redis", "url": REDIS_URL, "retry_after": 1.0, "block_for": 1}
+    else:
+        url = {"sqlite": f"sqlite:///{tmp_path}/q.sqlite3", "postgres": PG_URL, "mariadb": MYSQL_URL}[name]
+        reason = None if name == "sqlite" else database_reason(url)
+        if reason:
+            pytest.skip(reason)
+        conn = {"driver": "database", "url": url, "retry_after": 1.0, "table": "contract_jobs"}
+    eventbus.configure(default="under_test", connections={"under_test": conn})
+    queue = eventbus.connection()
+    for name_ in ("default", "other"):
+        queue.clear(name_)
+    if name not in ("redis", "sqlite"):
+        with queue.engine.begin() as c:  # type: ignore[attr-defined]
+            c.execute(sa.text("DELETE FROM contract_jobs"))
+    yield queue
+
+
+def payload(n: int = 0, **extra: object) -> Payload:
+    return Payload(display_name="Test", command_name="test.Job", command={"n": n, **extra})
+
+
+def test_push_then_pop_returns_the_same_bytes(q: Queue) -> None:
+    p = payload(1, big=12345678901234567890123, empty=[], nested={"list": [[]]}, text="zażółć ✓")
+    q.push(p)
+    job = q.pop()
+    assert job is not None and job.raw == p.to_json()
+    doc = json.loads(job.raw)
+    assert doc["data"]["command"]["big"] == 12345678901234567890123
+    assert doc["data"]["command"]["empty"] == [] and doc["data"]["command"]["nested"] == {"list": [[]]}
+    assert job.attempts == 1 and job.uuid == p.uuid
+
+
+def test_pop_takes_the_oldest_first_and_queues_are_separate(q: Queue) -> None:
+    for n in range(3):
+        q.push(payload(n))
+    q.push(payload(99), "other")
+    got = [json.loads(q.pop().raw)["data"]["command"]["n"] for _ in range(3)]  # type: ignore[union-attr]
+    assert got == [0, 1, 2]
+    assert q.pop() is None
+    assert json.loads(q.pop("other").raw)["data"]["command"]["n"] == 99  # type: ignore[union-attr]
+
+
+def test_push_is_idempotent_by_uuid_while_the_job_exists(q: Queue) -> None:
+    p = payload()
+    q.push(p)
+    q.push(p)
+    assert q.size() == 1
+    job = q.pop()
+    assert job is not None and job.delete()
+    q.push(p)  # deleted: the uuid may be pushed again
+    assert q.size() == 1
+
+
+def test_delayed_jobs_wait_their_turn_with_subsecond_precision(q: Queue) -> None:
+    q.later(0.6, payload(1))
+    assert q.pop() is None
+    assert q.size() == 1
+    assert q.peek() == []  # peek shows ready jobs only
+    time.sleep(0.7)
+    assert q.pop() is not None
+
+
+def test_release_puts_the_job_back_with_its_attempts(q: Queue) -> None:
+    q.push(payload())
+    job = q.pop()
+    assert job is not None and job.release(0)
+    again = q.pop()
+    assert again is not None and again.attempts == 2 and again.raw == job.raw
+
+
+def test_release_with_delay(q: Queue) -> None:
+    q.push(payload())
+    job = q.pop()
+    assert job is not None and job.release(0.5)
+    assert q.pop() is None
+    time.sleep(0.6)
+    assert q.pop() is not None
+
+
+def test_expired_reservation_comes_back_and_fences_the_old_holder(q: Queue) -> None:
+    q.push(payload())
+    first = q.pop()
+    assert first is not None
+    time.sleep(1.1)  # retry_after is 1s
+    second = q.pop()
+    assert second is not None and second.attempts == 2
+    assert not first.release(0), "the old holder must not put a second copy back"
+    assert not first.delete(), "the old holder must not delete the new holder's job"
+    assert q.size() == 1
+    assert second.delete()
+    assert q.size() == 0 and q.pop() is None
+
+
+def test_size_counts_ready_delayed_and_reserved(q: Queue) -> None:
+    q.push(payload(1))
+    q.push(payload(2))
+    q.later(60, payload(3))
+    assert q.pop() is not None
+    assert q.size() == 3
+
+
+def test_clear_removes_ready_and_delayed_but_not_reserved(q: Queue) -> None:
+    q.push(payload(1))
+    q.push(payload(2))
+    q.later(60, payload(3))
+    reserved = q.pop()
+    assert q.clear() == 2
+    assert q.size() == 1
+    assert reserved is not None and reserved.delete()
+    q.push(payload(4))
+    assert q.size() == 1
+
+
+def test_peek_shows_ready_payloads_oldest_first_without_reserving(q: Queue) -> None:
+    ps = [payload(n) for n in range(3)]
+    for p in ps:
+        q.push(p)
+    assert q.peek(limit=2) == [ps[0].to_json(), ps[1].to_json()]
+    assert q.pop() is not None and q.size() == 3
+
+
+def test_bulk_pushes_many(q: Queue) -> None:
+    ps = [payload(n) for n in range(250)]
+    ids = q.bulk(ps)
+    assert ids == [p.uuid for p in ps]
+    assert q.size() == 250
+    assert [json.loads(q.pop().raw)["data"]["command"]["n"] for _ in range(3)] == [0, 1, 2]  # type: ignore[union-attr]
+
+
+def test_push_raw_stores_any_text(q: Queue) -> None:
+    q.push_raw("this is not json {")
+    job = q.pop()
+    assert job is not None and job.raw == "this is not json {"
+    uuid.UUID(job.uuid)  # a fresh id stands in for the missing uuid
+
+
+def test_attempts_start_from_the_payload_count(q: Queue) -> None:
+    doc = payload().to_dict()
+    doc["attempts"] = 0
+    q.push_raw(json.dumps(doc))
+    assert q.pop().attempts == 1  # type: ignore[union-attr]
+
+
+def test_exception_counts_per_job(q: Queue) -> None:
+    p = payload()
+    q.push(p)
+    q.pop()
+    assert q.record_exception(p.uuid) == 1
+    assert q.record_exception(p.uuid) == 2
+
+
+def test_restart_stamp(q: Queue) -> None:
+    q.set_restart_stamp(123.5)
+    assert q.restart_stamp() == 123.5

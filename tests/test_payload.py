@@ -1,0 +1,106 @@
+"""The payload document and configuration."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import eventbus
+from eventbus import config
+from eventbus.errors import ConfigurationError, DeserializationError
+from eventbus.jobs import make_payload
+from eventbus.payload import Payload, sign, verify
+
+
+class Podcast(eventbus.Job):
+    queue = "podcasts"
+    tries = 3
+    backoff = 5
+    timeout = 60
+
+    def __init__(self, podcast_id: int) -> None:
+        self.podcast_id = podcast_id
+
+    def handle(self) -> None:
+        pass
+
+
+def test_payload_has_laravels_shape() -> None:
+    doc = json.loads(make_payload(Podcast(7)).to_json())
+    assert set(doc) >= {"uuid", "displayName", "job", "maxTries", "maxExceptions", "backoff", "timeout",
+                        "retryUntil", "failOnTimeout", "data", "attempts", "pushedAt"}
+    assert doc["job"] == "eventbus.CallQueuedHandler@call"
+    assert doc["displayName"] == "test_payload.Podcast"
+    assert doc["data"] == {"commandName": "test_payload.Podcast", "command": {"podcast_id": 7}}
+    assert (doc["maxTries"], doc["backoff"], doc["timeout"], doc["attempts"]) == (3, [5.0], 60.0, 0)
+
+
+def test_payload_round_trips() -> None:
+    payload = make_payload(Podcast(7))
+    assert Payload.from_json(payload.to_json()) == payload
+
+
+def test_retry_until_seconds_become_a_timestamp() -> None:
+    job = Podcast(1)
+    job.retry_until = 30  # type: ignore[misc]
+    payload = make_payload(job)
+    assert payload.retry_until is not None and payload.retry_until - payload.pushed_at == pytest.approx(30, abs=1)
+
+
+@pytest.mark.parametrize("text", ["not json", "[]", '{"uuid": "x"}'])
+def test_bad_payload_text_is_a_deserialization_error(text: str) -> None:
+    with pytest.raises(DeserializationError):
+        Payload.from_json(text)
+
+
+def test_signature_detects_tampering() -> None:
+    doc = make_payload(Podcast(7)).to_dict()
+    doc["signature"] = sign(doc, "secret")
+    assert verify(doc, "secret")
+    doc["data"]["command"]["podcast_id"] = 8
+    assert not verify(doc, "secret")
+
+
+def test_defaults_without_configuration() -> None:
+    s = config.settings()
+    assert s.default == "database"
+    assert s.connection_config()["url"] == "sqlite:///eventbus.sqlite3"
+    assert s.connection_config("redis")["url"] == "redis://127.0.0.1:6379/0"
+    assert (s.connection_config("redis")["retry_after"], s.mail, s.sms) == (90.0, "log", "log")
+
+
+def test_environment_is_read_at_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVENTBUS_CONNECTION", "redis")
+    monkeypatch.setenv("EVENTBUS_REDIS_URL", "redis://10.0.0.1:6390/3")
+    assert config.settings().default == "redis"
+    assert config.settings().connection_config()["url"] == "redis://10.0.0.1:6390/3"
+    assert config.settings().failed == "redis://10.0.0.1:6390/3"
+
+
+def test_connections_merge_by_name() -> None:
+    s = eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://h/1", "block_for": 0},
+                                        "fast": {"driver": "sync"}})
+    assert s.connection_config("redis")["block_for"] == 0
+    assert {"database", "redis", "sync", "null", "fast"} <= set(s.connections)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"default": "nope"}, "unknown default connection 'nope'"),
+    ({"connections": {"x": {"driver": "kafka"}}}, "connection 'x' has unknown driver 'kafka'"),
+    ({"connections": {"x": {"driver": "redis", "url": "http://h"}}}, "connection 'x' has a bad redis URL"),
+    ({"connections": {"x": {"driver": "database"}}}, "connection 'x' needs a 'url'"),
+    ({"connections": {"x": {"driver": "redis", "url": "redis://h", "retry_after": -1}}}, "'retry_after' must be"),
+])
+def test_bad_configuration_is_one_clear_sentence(kwargs: dict, message: str) -> None:
+    with pytest.raises(ConfigurationError, match=message):
+        eventbus.configure(**kwargs)
+
+
+def test_unknown_connection_names_the_connection() -> None:
+    with pytest.raises(ConfigurationError, match="unknown connection 'nowhere'"):
+        eventbus.connection("nowhere")
+
+
+def test_redact_url_hides_the_password() -> None:
+    assert config.redact_url("postgresql://u:secret@h:5/db") == "postgresql://u:***@h:5/db"
