@@ -139,7 +139,8 @@ def work(ctx: click.Context, connection_name: str | None, queues: str, processes
         sleep_s=opts["sleep"], tries=opts["tries"], backoff_s=_floats(opts["backoff"]),
         timeout_s=opts["timeout"], memory_mb=opts["memory"], max_jobs=opts["max_jobs"],
         max_time_s=opts["max_time"], rest_s=opts["rest"], force=opts["force"], once=opts["once"],
-        stop_when_empty=opts["stop_when_empty"])
+        stop_when_empty=opts["stop_when_empty"],
+        timeout_grace_s=float(os.environ.get("EVENTBUS_TIMEOUT_GRACE", "5")))
     worker = Worker(connection_name, options=options, output=None if quiet else click.echo)
     ctx.exit(worker.run())
 

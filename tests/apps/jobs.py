@@ -93,7 +93,9 @@ class Stubborn(eventbus.Job):
 
 
 class Releaser(eventbus.Job):
-    """Releases itself once with a delay, then succeeds."""
+    """Releases itself once with a delay, then succeeds (a release counts as an attempt)."""
+
+    tries = 3
 
     def handle(self) -> None:
         trace("attempt", f"{self.attempts}:{time.time()}")

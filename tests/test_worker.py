@@ -1,0 +1,316 @@
+"""The worker as users run it: a subprocess on real Redis."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+
+import pytest
+import redis
+
+import eventbus
+from apps import jobs
+from conftest import run_worker, traces, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+def test_runs_jobs_and_reports_one_line_each(use_redis: redis.Redis, start_worker: object) -> None:
+    for n in range(3):
+        jobs.Record(n).dispatch()
+    code, out, _ = run_worker(start_worker, "--stop-when-empty", "--sleep", "0")
+    assert code == 0
+    assert traces(use_redis, "ran") == ["0", "1", "2"]
+    lines = out.strip().splitlines()
+    assert len(lines) == 3 and all("apps.jobs.Record [default]" in l and l.endswith("DONE") for l in lines)
+    assert eventbus.connection().size() == 0
+
+
+def test_quiet_prints_no_job_lines(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Record(1).dispatch()
+    code, out, _ = run_worker(start_worker, "--stop-when-empty", "--quiet")
+    assert code == 0 and out == "" and traces(use_redis, "ran") == ["1"]
+
+
+def test_queue_priority_order(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Record(1).dispatch(queue="low")
+    jobs.Record(2).dispatch(queue="high")
+    code, _, _ = run_worker(start_worker, "--queue", "high,low", "--stop-when-empty")
+    assert code == 0 and traces(use_redis, "ran") == ["2", "1"]
+
+
+def test_retries_with_backoff_then_failed_once_and_a_record(use_redis: redis.Redis, start_worker: object) -> None:
+    uuid = jobs.Flaky(7).dispatch()
+    code, out, _ = run_until(start_worker, lambda: traces(use_redis, "failed"))
+    assert code == 0
+    attempts = [a.split(":") for a in traces(use_redis, "attempt")]
+    assert [a[1] for a in attempts] == ["1", "2", "3"]
+    gaps = [float(attempts[i + 1][2]) - float(attempts[i][2]) for i in range(2)]
+    assert gaps[0] >= 0.2 and gaps[1] >= 0.4, gaps  # backoff [0.2, 0.4]
+    assert traces(use_redis, "failed") == ["7:RuntimeError:flaky 7 failed on attempt 3"]
+    assert out.count("RELEASED") == 2 and out.count("FAIL") == 1
+    record = eventbus.failed.store().find(uuid)  # type: ignore[attr-defined]
+    assert record is not None and record.queue == "default" and record.connection == "redis"
+    assert record.summary == "RuntimeError: flaky 7 failed on attempt 3"
+    assert "Traceback" in record.exception and "in handle" in record.exception
+    assert json.loads(record.payload)["uuid"] == uuid
+
+
+def test_worker_tries_option_applies_when_the_job_has_none(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Record(1).dispatch()  # runs fine: one try is enough
+    jobs.ExplodingFailedHook().dispatch()
+    code, _, err = run_worker(start_worker, "--stop-when-empty", "--tries", "2", "--backoff", "0")
+    assert code == 0
+    assert traces(use_redis, "failed") == ["hook ran"]  # failed() once, after 2 tries
+    assert "the failed() hook of" in err  # a broken hook is logged, the worker goes on
+    assert len(eventbus.failed.store().all()) == 1  # type: ignore[attr-defined]
+
+
+def test_max_exceptions_fails_before_tries_run_out(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.MaxExceptions().dispatch()
+    code, _, _ = run_worker(start_worker, "--stop-when-empty")
+    assert code == 0 and traces(use_redis, "attempt") == ["1", "2"] and traces(use_redis, "failed") == ["again"]
+
+
+def test_release_inside_handle(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Releaser().dispatch()
+    code, out, _ = run_until(start_worker, lambda: len(traces(use_redis, "attempt")) == 2)
+    attempts = [a.split(":") for a in traces(use_redis, "attempt")]
+    assert code == 0 and [a[0] for a in attempts] == ["1", "2"]
+    assert float(attempts[1][1]) - float(attempts[0][1]) >= 0.5
+    assert "RELEASED" in out and out.strip().endswith("DONE")
+
+
+def run_until(start_worker: object, condition: object, *args: str) -> tuple[int, str, str]:
+    """A long-running worker, stopped with SIGTERM once ``condition()`` holds."""
+    w = start_worker("--sleep", "0.05", *args)  # type: ignore[operator]
+    wait_for(condition, timeout=20)
+    time.sleep(0.2)
+    w.signal(signal.SIGTERM)
+    code = w.wait()
+    out, err = w.output()
+    return code, out, err
+
+
+def test_delayed_jobs_do_not_run_early(use_redis: redis.Redis, start_worker: object) -> None:
+    pushed = time.time()
+    jobs.Record(1).dispatch(delay=1.5)
+    w = start_worker("--sleep", "0.1")
+    wait_for(lambda: traces(use_redis, "ran") == ["1"], timeout=10)
+    started = float(traces(use_redis, "started")[0].split(":")[1])
+    assert started - pushed >= 1.5
+    assert started - pushed < 3.0  # woken by the due job, not a long poll
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0
+
+
+def test_timeout_interrupts_counts_and_fails_at_once(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Slow().dispatch()
+    started = time.monotonic()
+    code, out, _ = run_worker(start_worker, "--stop-when-empty", "--sleep", "0")
+    assert code == 0
+    assert time.monotonic() - started < 10  # not left reserved until retry_after (90s)
+    assert traces(use_redis, "attempt") == ["1", "2"]
+    assert traces(use_redis, "failed") == ["JobTimeoutError:apps.jobs.Slow timed out after 1 seconds"]
+    record = eventbus.failed.store().all()[0]  # type: ignore[attr-defined]
+    assert "timed out" in record.summary
+
+
+def test_a_job_that_cannot_be_interrupted_ends_the_worker(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Stubborn().dispatch()
+    code, _, err = run_worker(start_worker, "--stop-when-empty", "--timeout", "1", env={"EVENTBUS_TIMEOUT_GRACE": "1"})
+    assert code == 1
+    assert "could not be interrupted" in err
+    assert traces(use_redis, "failed") == ["JobTimeoutError:apps.jobs.Stubborn timed out and could not be interrupted"]
+    assert eventbus.connection().size() == 0 and len(eventbus.failed.store().all()) == 1  # type: ignore[attr-defined]
+
+
+def test_sigterm_lets_the_current_job_finish(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Record(1, sleep=1.0).dispatch()
+    jobs.Record(2).dispatch()
+    w = start_worker("--sleep", "0.1")
+    wait_for(lambda: traces(use_redis, "started"))
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0
+    assert traces(use_redis, "ran") == ["1"]  # finished; the next job stays queued
+    assert eventbus.connection().size() == 1
+
+
+def test_sigterm_while_idle_exits_promptly(use_redis: redis.Redis, start_worker: object) -> None:
+    w = start_worker("--sleep", "30")
+    time.sleep(1.0)
+    started = time.monotonic()
+    w.signal(signal.SIGINT)
+    assert w.wait() == 0 and time.monotonic() - started < 3
+
+
+def test_kill_9_mid_job_and_the_job_runs_again_after_retry_after(use_redis: redis.Redis, start_worker: object) -> None:
+    env = {"TEST_RETRY_AFTER": "2"}
+    jobs.Record(1, sleep=30).dispatch()
+    w = start_worker("--timeout", "1.5", env=env)
+    wait_for(lambda: traces(use_redis, "started"))
+    w.proc.kill()
+    w.proc.wait()
+    use_redis.delete("trace:started")
+    # the job is still reserved: a second worker takes it when retry_after has passed
+    again = start_worker("--sleep", "0.2", "--timeout", "1.5", "--tries", "3", env=env)
+    wait_for(lambda: traces(use_redis, "started"), timeout=10)
+    again.signal(signal.SIGTERM)
+    again.wait()
+
+
+def test_two_workers_never_run_the_same_job(use_redis: redis.Redis, start_worker: object) -> None:
+    eventbus.connection().bulk([eventbus.jobs.make_payload(jobs.Counted(n)) for n in range(400)])
+    a = start_worker("--stop-when-empty", "--quiet")
+    b = start_worker("--stop-when-empty", "--quiet")
+    assert a.wait() == 0 and b.wait() == 0
+    counts = {int(k): int(v) for k, v in use_redis.hgetall("trace:count").items()}
+    assert len(counts) == 400 and set(counts.values()) == {1}
+
+
+def test_pause_and_resume(use_redis: redis.Redis, start_worker: object) -> None:
+    w = start_worker("--sleep", "0.1")
+    time.sleep(0.8)
+    w.signal(signal.SIGUSR2)
+    time.sleep(0.3)
+    jobs.Record(1).dispatch()
+    time.sleep(1.0)
+    assert traces(use_redis, "ran") == []
+    w.signal(signal.SIGCONT)
+    wait_for(lambda: traces(use_redis, "ran") == ["1"], timeout=10)
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0
+
+
+def test_restart_command_stops_workers_after_their_job(use_redis: redis.Redis, start_worker: object, worker_env: dict) -> None:
+    import subprocess
+    import sys
+
+    w = start_worker("--sleep", "0.1")
+    time.sleep(0.8)
+    subprocess.run([sys.executable, "-m", "eventbus", "restart", "--app", "apps.jobs"], env=worker_env, check=True,
+                   capture_output=True)
+    assert w.wait(10) == 0
+
+
+def test_max_jobs_counts_failed_jobs_too(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.ExplodingFailedHook().dispatch()
+    jobs.Record(1).dispatch()
+    jobs.Record(2).dispatch()
+    code, out, _ = run_worker(start_worker, "--max-jobs", "2")
+    assert code == 0 and out.count("\n") == 2 and traces(use_redis, "ran") == ["1"]
+
+
+def test_once_runs_a_single_job(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Record(1).dispatch()
+    jobs.Record(2).dispatch()
+    code, _, _ = run_worker(start_worker, "--once")
+    assert code == 0 and traces(use_redis, "ran") == ["1"]
+
+
+def test_max_time(use_redis: redis.Redis, start_worker: object) -> None:
+    started = time.monotonic()
+    code, _, _ = run_worker(start_worker, "--max-time", "1", "--sleep", "0.2")
+    assert code == 0 and time.monotonic() - started < 8
+
+
+def test_memory_limit_exits_12(use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Record(1).dispatch()
+    code, _, err = run_worker(start_worker, "--memory", "1")
+    assert code == 12 and "memory limit" in err and traces(use_redis, "ran") == ["1"]
+
+
+def test_async_handle(use_redis: redis.Redis, start_worker: object) -> None:
+    for n in range(3):
+        jobs.AsyncJob(n).dispatch()
+    code, _, _ = run_worker(start_worker, "--stop-when-empty")
+    assert code == 0 and traces(use_redis, "ran") == ["async:0", "async:1", "async:2"]
+
+
+def test_chain_runs_in_order_and_stops_at_a_failure(use_redis: redis.Redis, start_worker: object) -> None:
+    eventbus.chain([jobs.First(), jobs.Second(), jobs.Third()]).dispatch()
+    eventbus.chain([jobs.First(), jobs.Second(fail=True), jobs.Third()]).dispatch()
+    code, _, _ = run_worker(start_worker, "--stop-when-empty")
+    assert code == 0
+    # the chains interleave; the failing one never reaches its third job
+    import collections
+
+    assert collections.Counter(traces(use_redis, "chain")) == {"first": 2, "second": 2, "third": 1}
+    assert traces(use_redis, "chain")[-1] == "third"
+
+
+@pytest.mark.parametrize("raw, reason", [
+    ("this is not json", "payload is not JSON"),
+    (json.dumps({"uuid": "u-1", "job": "os.system", "data": {"commandName": "x", "command": {}}}),
+     "unknown handler 'os.system'"),
+    (json.dumps({"uuid": "u-2", "job": "eventbus.CallQueuedHandler@call",
+                 "data": {"commandName": "builtins.eval", "command": {}}}), "refusing to load 'builtins.eval'"),
+    (json.dumps({"uuid": "u-3", "job": "eventbus.CallQueuedHandler@call",
+                 "data": {"commandName": "apps.jobs.Record", "command": {"n": {"__t__": "obj", "cls": "os.system", "v": {}}}}}),
+     "refusing to load 'os.system'"),
+])
+def test_refused_payloads_go_to_the_failed_store_and_the_worker_goes_on(
+        use_redis: redis.Redis, start_worker: object, raw: str, reason: str) -> None:
+    q = eventbus.connection()
+    q.push_raw(raw)
+    jobs.Record(1).dispatch()
+    code, out, _ = run_worker(start_worker, "--stop-when-empty")
+    assert code == 0 and traces(use_redis, "ran") == ["1"]
+    records = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    assert len(records) == 1 and reason in records[0].exception and records[0].payload == raw
+    assert q.size() == 0
+
+
+def test_signed_payloads(use_redis: redis.Redis, start_worker: object) -> None:
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": use_redis.connection_pool.connection_kwargs and
+                                              f"redis://127.0.0.1:6379/15"}}, key="k1")
+    jobs.Record(1).dispatch()
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}})
+    jobs.Record(2).dispatch()  # unsigned
+    code, _, _ = run_worker(start_worker, "--stop-when-empty", env={"EVENTBUS_KEY": "k1"})
+    assert code == 0 and traces(use_redis, "ran") == ["1"]
+    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    assert "signature does not match" in record.summary
+
+
+def test_redis_unreachable_at_start_is_one_line_and_non_zero(start_worker: object) -> None:
+    code, _, err = run_worker(start_worker, "--stop-when-empty", env={"EVENTBUS_REDIS_URL": "redis://127.0.0.1:1/0"})
+    assert code == 1
+    assert err.strip().startswith("eventbus: error: cannot reach Redis at redis://127.0.0.1:1/0")
+    assert "Traceback" not in err
+
+
+def test_timeout_must_be_below_retry_after(start_worker: object) -> None:
+    code, _, err = run_worker(start_worker, "--timeout", "90")
+    assert code == 2 and "must be below the retry_after (90s)" in err and "Traceback" not in err
+
+
+def test_processes_supervises_and_forwards_sigterm(use_redis: redis.Redis, start_worker: object) -> None:
+    import os
+
+    w = start_worker("--processes", "2", "--sleep", "0.1")
+    wait_for(lambda: len(_children(w.proc.pid)) == 2, timeout=15)
+    first = _children(w.proc.pid)
+    os.kill(first[0], signal.SIGKILL)  # a crashed child is replaced
+    wait_for(lambda: len(_children(w.proc.pid)) == 2 and first[0] not in _children(w.proc.pid), timeout=15)
+    for n in range(10):
+        jobs.Record(n).dispatch()
+    wait_for(lambda: len(traces(use_redis, "ran")) == 10, timeout=15)
+    w.signal(signal.SIGTERM)
+    assert w.wait(20) == 0
+    assert _children(w.proc.pid) == []
+
+
+def _children(pid: int) -> list[int]:
+    import pathlib
+
+    found = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
