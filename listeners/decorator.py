@@ -58,8 +58,11 @@ def events_from_annotation(fn: Callable[..., Any], skip_self: bool) -> list[Even
     params = list(inspect.signature(fn).parameters.values())[1 if skip_self else 0:]
     if not params:
         raise TypeError(f"{fn.__qualname__} takes no event parameter; name the event: @listener(Event)")
-    hints = typing.get_type_hints(fn)
-    hint = hints.get(params[0].name)
+    try:
+        hint = typing.get_type_hints(fn).get(params[0].name)
+    except NameError as exc:  # a class defined inside a function, named in a string annotation
+        raise TypeError(f"cannot resolve the event annotation of {fn.__qualname__} ({exc}); "
+                        "name the event: @listener(OrderShipped)") from exc
     if hint is None:
         raise TypeError(f"cannot tell which event {fn.__qualname__} listens to: annotate its first "
                         "parameter or name the event, @listener(OrderShipped)")

@@ -1,0 +1,313 @@
+"""@listener in all its forms, queued listeners, fakes, and a real worker on Redis."""
+
+from __future__ import annotations
+
+import dataclasses
+import signal
+import time
+
+import pytest
+import redis
+
+import eventbus
+from conftest import run_worker, traces, wait_for
+from eventbus import Event, emit
+from eventbus.errors import SerializationError
+from eventbus.testing import fake_events, fake_queue
+from listeners import CallQueuedListener, listener
+
+
+@dataclasses.dataclass
+class Shipped(Event):
+    order_id: int
+
+
+@dataclasses.dataclass
+class Cancelled(Event):
+    order_id: int
+
+
+def test_event_type_comes_from_the_annotation() -> None:
+    seen: list[int] = []
+
+    @listener
+    def on_shipped(event: Shipped) -> None:
+        seen.append(event.order_id)
+
+    emit(Shipped(3))
+    assert seen == [3] and on_shipped(Shipped(4)) is None and seen == [3, 4]
+
+
+def test_union_annotation_listens_to_each() -> None:
+    seen: list[str] = []
+
+    @listener
+    def on_either(event: Shipped | Cancelled) -> None:
+        seen.append(type(event).__name__)
+
+    emit(Shipped(1))
+    emit(Cancelled(1))
+    assert seen == ["Shipped", "Cancelled"]
+
+
+def test_explicit_events_and_class_listeners_are_instantiated_per_call() -> None:
+    instances: list[object] = []
+
+    @listener(Shipped, "order.named")
+    class Counter:
+        def handle(self, event: object) -> str:
+            instances.append(self)
+            return "handled"
+
+    assert emit(Shipped(1)) == ["handled"]
+    assert emit("order.named", "payload") == ["handled"]
+    assert len(instances) == 2 and instances[0] is not instances[1]
+
+
+def test_a_listener_without_annotation_is_a_clear_error() -> None:
+    with pytest.raises(TypeError, match="annotate its first parameter"):
+        @listener
+        def nameless(event):  # type: ignore[no-untyped-def]
+            pass
+
+
+def test_unknown_options_are_refused() -> None:
+    with pytest.raises(TypeError, match="unknown listener option"):
+        listener(Shipped, queued=True, retries=3)
+
+
+def test_queued_listener_is_pushed_not_run(use_redis: redis.Redis) -> None:
+    ran: list[int] = []
+
+    @listener(queued=True, queue="mail", tries=3, backoff=[5, 30])
+    class SendMail:
+        def handle(self, event: Shipped) -> None:
+            ran.append(event.order_id)
+
+    with fake_queue() as queue:
+        emit(Shipped(7))
+    assert ran == []
+    queue.assert_pushed(SendMail, lambda job: job.event == Shipped(7), times=1)
+    queue.assert_pushed_on("mail", SendMail)
+    [pushed] = queue.pushed
+    assert pushed.payload.max_tries == 3 and pushed.payload.backoff == [5.0, 30.0]
+    assert isinstance(pushed.command, CallQueuedListener)
+
+
+def test_class_attributes_override_decorator_defaults() -> None:
+    @listener(queued=True, queue="default", tries=1)
+    class Tuned:
+        queue = "slow"
+        tries = 5
+
+        def handle(self, event: Shipped) -> None:
+            pass
+
+    with fake_queue() as queue:
+        emit(Shipped(1))
+    assert queue.pushed[0].queue == "slow" and queue.pushed[0].payload.max_tries == 5
+
+
+def test_should_queue_false_pushes_nothing() -> None:
+    @listener(queued=True)
+    class Picky:
+        def should_queue(self, event: Shipped) -> bool:
+            return event.order_id > 10
+
+        def handle(self, event: Shipped) -> None:
+            pass
+
+    with fake_queue() as queue:
+        emit(Shipped(1))
+        emit(Shipped(11))
+    queue.assert_pushed(Picky, times=1)
+
+
+def test_unserializable_event_fails_at_emit_naming_the_field() -> None:
+    @dataclasses.dataclass
+    class WithSocket(Event):
+        conn: object
+
+    @listener(WithSocket, queued=True)
+    def later(event: WithSocket) -> None:
+        pass
+
+    with pytest.raises(SerializationError, match=r"CallQueuedListener\.args\[0\]\.conn"):
+        emit(WithSocket(conn=object()))
+
+
+def test_sync_connection_runs_queued_listeners_inline() -> None:
+    ran: list[int] = []
+
+    @listener(queued=True, connection="sync")
+    def inline(event: Shipped) -> None:
+        ran.append(event.order_id)
+
+    emit(Shipped(5))
+    assert ran == [5]
+
+
+def test_sync_connection_calls_failed_and_raises() -> None:
+    failures: list[str] = []
+
+    @listener(queued=True, connection="sync")
+    class Broken:
+        def handle(self, event: Shipped) -> None:
+            raise RuntimeError("nope")
+
+        def failed(self, event: Shipped, exc: BaseException) -> None:
+            failures.append(f"{event.order_id}:{exc}")
+
+    with pytest.raises(RuntimeError, match="nope"):
+        emit(Shipped(9))
+    assert failures == ["9:nope"]
+
+
+def test_after_commit_listeners_wait_for_the_block() -> None:
+    @listener(queued=True, after_commit=True)
+    def audit_later(event: Shipped) -> None:
+        pass
+
+    with fake_queue() as queue:
+        with eventbus.after_commit():
+            emit(Shipped(1))
+            queue.assert_nothing_pushed()
+        queue.assert_pushed(audit_later, times=1)
+        with pytest.raises(ValueError):
+            with eventbus.after_commit():
+                emit(Shipped(2))
+                raise ValueError("rolled back")
+        queue.assert_pushed(audit_later, times=1)
+
+
+def test_events_cli_lists_listeners() -> None:
+    from click.testing import CliRunner
+
+    from eventbus.cli import main
+
+    @listener
+    def sync_one(event: Shipped) -> None:
+        pass
+
+    @listener(queued=True, connection="redis", queue="mail")
+    class QueuedOne:
+        def handle(self, event: Shipped) -> None:
+            pass
+
+    result = CliRunner().invoke(main, ["events"])
+    assert result.exit_code == 0, result.output
+    assert "test_listeners.Shipped" in result.output
+    assert "sync_one (sync)" in result.output
+    assert "QueuedOne (queued on redis, queue mail)" in result.output
+
+
+# -- fakes ------------------------------------------------------------------------------------
+
+def test_fake_events_records_and_asserts() -> None:
+    ran: list[int] = []
+
+    @listener
+    def real(event: Shipped) -> None:
+        ran.append(1)
+
+    with fake_events() as events:
+        emit(Shipped(1))
+        emit(Shipped(2))
+    assert ran == []
+    events.assert_emitted(Shipped, times=2)
+    events.assert_emitted(Shipped, lambda e: e.order_id == 2)
+    events.assert_not_emitted(Cancelled)
+    events.assert_listening(Shipped, real)
+    with pytest.raises(AssertionError, match=r"Seen instead:\n  Shipped\(order_id=1\)"):
+        events.assert_emitted(Shipped, lambda e: e.order_id == 3)
+    with pytest.raises(AssertionError, match="expected no events"):
+        events.assert_nothing_emitted()
+
+
+def test_fake_events_only_some() -> None:
+    ran: list[str] = []
+    eventbus.listen(Cancelled, lambda e: ran.append("cancelled"))
+    eventbus.listen(Shipped, lambda e: ran.append("shipped"))
+    with fake_events(Shipped) as events:
+        emit(Shipped(1))
+        emit(Cancelled(1))
+    assert ran == ["cancelled"]
+    events.assert_emitted(Shipped)
+    events.assert_not_emitted(Cancelled)
+
+
+def test_fake_queue_assertions_list_what_was_pushed() -> None:
+    class Job1(eventbus.Job):
+        def handle(self) -> None:
+            pass
+
+    with fake_queue() as queue:
+        Job1().dispatch(queue="q1")
+    queue.assert_pushed(Job1)
+    queue.assert_pushed_on("q1", Job1)
+    with pytest.raises(AssertionError, match="on queue 'q2'"):
+        queue.assert_pushed_on("q2", Job1)
+    with pytest.raises(AssertionError, match="Job1 on database:q1"):
+        queue.assert_nothing_pushed()
+    with pytest.raises(AssertionError):
+        queue.assert_not_pushed(Job1)
+
+
+def test_pytest_fixtures_events_and_queue(events: object, queue: object) -> None:
+    emit(Shipped(1))
+    events.assert_emitted(Shipped)  # type: ignore[attr-defined]
+    queue.assert_nothing_pushed()  # type: ignore[attr-defined]
+
+
+# -- with a real worker ----------------------------------------------------------------------
+
+@pytest.fixture
+def shop_listeners() -> object:
+    """The app module, (re)imported so its listeners are registered for this test."""
+    import importlib
+    import sys
+
+    if "apps.shop_listeners" in sys.modules:
+        return importlib.reload(sys.modules["apps.shop_listeners"])
+    return importlib.import_module("apps.shop_listeners")
+
+
+@pytest.mark.integration
+def test_queued_listener_runs_once_in_a_worker(use_redis: redis.Redis, start_worker: object, shop_listeners: object) -> None:
+    emit(shop_listeners.Shipped(order_id=7, items=[1, 2, 3]))
+    assert traces(use_redis, "sync") == ["7"]  # the sync one ran inside emit
+    code, out, _ = run_worker(start_worker, "--stop-when-empty", env={"EVENTBUS_APP": "apps.shop_listeners"})
+    assert code == 0
+    assert traces(use_redis, "queued") == ["7:[1, 2, 3]"]
+    assert "apps.shop_listeners.Remember" in out
+
+
+@pytest.mark.integration
+def test_failing_queued_listener_is_retried_then_failed(use_redis: redis.Redis, start_worker: object, shop_listeners: object) -> None:
+    emit(shop_listeners.Refunded(order_id=3))
+    w = start_worker("--sleep", "0.05", env={"EVENTBUS_APP": "apps.shop_listeners"})
+    wait_for(lambda: traces(use_redis, "refund_failed"), timeout=20)
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0
+    assert traces(use_redis, "refund_attempt") == ["1", "2", "3"]
+    assert traces(use_redis, "refund_failed") == ["3:RuntimeError:refund service down"]
+    assert len(eventbus.failed.store().all()) == 1  # type: ignore[attr-defined]
+
+
+@pytest.mark.integration
+def test_queued_listener_delay_is_honoured(use_redis: redis.Redis, start_worker: object, shop_listeners: object) -> None:
+    emitted = time.time()
+    emit(shop_listeners.Reviewed(order_id=1))
+    w = start_worker("--sleep", "0.05", env={"EVENTBUS_APP": "apps.shop_listeners"})
+    wait_for(lambda: traces(use_redis, "reviewed"), timeout=20)
+    w.signal(signal.SIGTERM)
+    w.wait()
+    assert float(traces(use_redis, "reviewed")[0]) - emitted >= 1.0
+
+
+@pytest.mark.integration
+def test_should_queue_false_runs_nothing_in_the_worker(use_redis: redis.Redis, start_worker: object, shop_listeners: object) -> None:
+    emit(shop_listeners.Shipped(order_id=0, items=[]))  # should_queue is False for order 0
+    assert eventbus.connection().size() == 0
+    code, out, _ = run_worker(start_worker, "--stop-when-empty", env={"EVENTBUS_APP": "apps.shop_listeners"})
+    assert code == 0 and out == "" and traces(use_redis, "queued") == []
