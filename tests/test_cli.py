@@ -1,0 +1,120 @@
+"""The eventbus command: failed-job tools, queue tools, errors and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+import eventbus
+from apps import jobs
+from eventbus.cli import main
+from eventbus.failed.base import describe_exception
+
+
+def invoke(*args: str) -> object:
+    result = CliRunner().invoke(main, list(args))
+    return result
+
+
+def _fail_one(n: int = 1) -> str:
+    """Put one job into the failed store as a worker would."""
+    payload = eventbus.jobs.make_payload(jobs.Record(n))
+    try:
+        raise RuntimeError(f"broken {n}")
+    except RuntimeError as exc:
+        eventbus.failed.store().log("redis", "default", payload.to_json(), describe_exception(exc), payload.uuid)  # type: ignore[attr-defined]
+    return payload.uuid
+
+
+def test_failed_lists_full_uuid_connection_queue_name_and_exception(use_redis: redis.Redis) -> None:
+    uuid = _fail_one()
+    result = invoke("failed")
+    assert result.exit_code == 0, result.output
+    row = result.output.splitlines()[1]
+    for part in (uuid, "redis", "default", "apps.jobs.Record", "RuntimeError: broken 1"):
+        assert part in row
+
+
+def test_failed_with_no_records(use_redis: redis.Redis) -> None:
+    assert "No failed jobs." in invoke("failed").output
+
+
+def test_retry_pushes_back_with_attempts_reset_and_the_same_uuid(use_redis: redis.Redis) -> None:
+    uuid = _fail_one()
+    result = invoke("retry", uuid)
+    assert result.exit_code == 0, result.output
+    [raw] = eventbus.connection().peek()
+    doc = json.loads(raw)
+    assert doc["uuid"] == uuid and doc["attempts"] == 0
+    assert eventbus.failed.store().all() == []  # type: ignore[attr-defined]
+
+
+def test_retry_all_and_unknown_uuid(use_redis: redis.Redis) -> None:
+    _fail_one(1)
+    _fail_one(2)
+    assert invoke("retry", "all").exit_code == 0
+    assert eventbus.connection().size() == 2
+    result = invoke("retry", "no-such-uuid")
+    assert result.exit_code == 1 and "no failed job with uuid no-such-uuid" in result.output
+
+
+def test_forget_and_flush_and_prune(use_redis: redis.Redis) -> None:
+    uuid = _fail_one(1)
+    _fail_one(2)
+    assert invoke("forget", uuid).exit_code == 0
+    assert invoke("forget", uuid).exit_code == 1
+    assert "Deleted 0 failed jobs." in invoke("prune-failed", "--hours", "1").output
+    assert "Deleted 1 failed jobs." in invoke("prune-failed", "--hours", "0").output
+    _fail_one(3)
+    assert "Deleted 1 failed jobs." in invoke("flush").output
+
+
+def test_size_clear_peek(use_redis: redis.Redis) -> None:
+    jobs.Record(1).dispatch()
+    jobs.Record(2).dispatch(queue="other")
+    assert invoke("size", "--queue", "default,other").output == "redis:default 1\nredis:other 1\n"
+    assert invoke("monitor").output == "redis:default 1\n"
+    assert json.loads(invoke("peek").output)["data"]["command"]["n"] == 1
+    assert "Cleared 1 jobs from redis:other." in invoke("clear", "redis", "--queue", "other").output
+    assert eventbus.connection().size("other") == 0
+
+
+def test_unknown_connection_is_exit_2_with_one_line() -> None:
+    result = invoke("size", "nowhere")
+    assert result.exit_code == 2
+    assert result.output.strip() == ("eventbus: error: unknown connection 'nowhere' "
+                                     "(configured: database, null, redis, sync)")
+
+
+def test_app_option_before_or_after_the_subcommand(use_redis: redis.Redis, worker_env: dict) -> None:
+    for args in (["--app", "apps.shop_listeners", "events"], ["events", "--app", "apps.shop_listeners"]):
+        out = subprocess.run([sys.executable, "-m", "eventbus", *args], env=worker_env, capture_output=True,
+                             text=True, check=True).stdout
+        assert "apps.shop_listeners.Remember (queued" in out
+
+
+def test_app_from_the_environment(worker_env: dict) -> None:
+    out = subprocess.run([sys.executable, "-m", "eventbus", "events"], capture_output=True, text=True,
+                         env={**worker_env, "EVENTBUS_APP": "apps.shop_listeners"}).stdout
+    assert "record_sync (sync)" in out
+
+
+def test_missing_app_module_is_exit_2(worker_env: dict) -> None:
+    proc = subprocess.run([sys.executable, "-m", "eventbus", "size", "--app", "no.such.module"],
+                          env=worker_env, capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == "eventbus: error: cannot import app module 'no.such.module': No module named 'no'"
+
+
+def test_help_shows_examples() -> None:
+    assert "eventbus work --stop-when-empty" in invoke("work", "--help").output
+
+
+@pytest.mark.parametrize("args", [["work", "--processes", "0"], ["work", "--backoff", "x"]])
+def test_usage_errors_exit_2(args: list[str]) -> None:
+    assert invoke(*args).exit_code == 2
