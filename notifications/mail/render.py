@@ -58,6 +58,6 @@ def html_to_text(markup: str) -> str:
     """A readable plain-text fallback for an HTML template without a .txt sibling."""
     markup = re.sub(r"(?is)<(script|style|head).*?</\1>", "", markup)
     markup = re.sub(r"(?i)<br\s*/?>|</p>|</h[1-6]>|</tr>|</div>", "\n", markup)
-    markup = re.sub(r"(?is)<a [^>]*href=\"([^\"]+)\"[^>]*>(.*?)</a>", r"\2 (\1)", markup)
+    markup = re.sub(r"""(?is)<a [^>]*href=["']([^"']+)["'][^>]*>(.*?)</a>""", r"\2 (\1)", markup)
     text = html.unescape(re.sub(r"<[^>]+>", "", markup))
     return re.sub(r"\n\s*\n+", "\n\n", "\n".join(line.strip() for line in text.splitlines())).strip() + "\n"

@@ -1,0 +1,143 @@
+"""A real SMTP server (aiosmtpd) and a local HTTP server standing in for the SMS providers."""
+
+from __future__ import annotations
+
+import email
+import email.policy
+import http.server
+import json
+import socket
+import ssl
+import subprocess
+import threading
+import urllib.parse
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from aiosmtpd.controller import Controller
+from aiosmtpd.smtp import AuthResult, LoginPassword
+
+from notifications import channels
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Inbox:
+    """What the SMTP server received: envelopes and parsed messages."""
+
+    def __init__(self) -> None:
+        self.envelopes: list[Any] = []
+        self.sessions: set[int] = set()
+
+    async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        self.envelopes.append(envelope)
+        self.sessions.add(id(session))
+        return "250 Message accepted"
+
+    @property
+    def messages(self) -> list[email.message.EmailMessage]:
+        return [email.message_from_bytes(e.original_content, policy=email.policy.default)  # type: ignore[misc]
+                for e in self.envelopes]
+
+
+@pytest.fixture(autouse=True)
+def fresh_channels() -> Iterator[None]:
+    channels.reset()
+    yield
+    channels.reset()
+
+
+@pytest.fixture
+def smtp_server() -> Iterator[tuple[Inbox, int]]:
+    inbox = Inbox()
+    port = free_port()
+    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller.start()
+    yield inbox, port
+    controller.stop()
+
+
+@pytest.fixture(scope="session")
+def self_signed_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = str(d / "cert.pem"), str(d / "key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj",
+                    "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", key, "-out", cert],
+                   check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.fixture
+def tls_smtp_server(self_signed_cert: tuple[str, str]) -> Iterator[tuple[Inbox, int, str]]:
+    cert, key = self_signed_cert
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    inbox = Inbox()
+    port = free_port()
+
+    def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        ok = isinstance(data, LoginPassword) and data.login == b"shop" and data.password == b"s3cret"
+        return AuthResult(success=ok)
+
+    controller = Controller(inbox, hostname="127.0.0.1", port=port, tls_context=context, require_starttls=True,
+                            auth_required=True, authenticator=authenticate)
+    controller.start()
+    yield inbox, port, cert
+    controller.stop()
+
+
+class ProviderStub(http.server.BaseHTTPRequestHandler):
+    """Answers like Twilio's Messages API and Vonage's SMS API; records every request."""
+
+    requests: list[dict[str, Any]] = []
+    fail_with: int | None = None
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        length = int(self.headers.get("Content-Length", 0))
+        body = self.rfile.read(length).decode()
+        form = {k: v[0] for k, v in urllib.parse.parse_qs(body).items()}
+        self.requests.append({"path": self.path, "headers": dict(self.headers), "form": form})
+        if self.fail_with:
+            self._reply(self.fail_with, {"code": 20500, "message": "Internal Server Error", "status": self.fail_with})
+        elif self.path.startswith("/2010-04-01/Accounts/"):
+            if form.get("To", "").startswith("+1999"):
+                self._reply(400, {"code": 21211, "message": "The 'To' number is not a valid phone number.",
+                                  "status": 400})
+            else:
+                self._reply(201, {"sid": "SM123", "status": "queued", "to": form.get("To"), "body": form.get("Body")})
+        elif self.path == "/sms/json":
+            if form.get("to", "").startswith("1999"):
+                self._reply(200, {"message-count": "1", "messages": [{"status": "3", "error-text": "Invalid To Number"}]})
+            else:
+                self._reply(200, {"message-count": "1", "messages": [{"to": form.get("to"), "message-id": "abc",
+                                                                      "status": "0"}]})
+        else:
+            self._reply(404, {"message": "not found"})
+
+    def _reply(self, status: int, data: dict[str, Any]) -> None:
+        raw = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(raw)))
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture
+def provider_stub() -> Iterator[tuple[type[ProviderStub], int]]:
+    ProviderStub.requests = []
+    ProviderStub.fail_with = None
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ProviderStub)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield ProviderStub, server.server_address[1]
+    server.shutdown()
+    server.server_close()

@@ -1,0 +1,144 @@
+"""Mail: rendering, MIME structure, and delivery to a real SMTP server."""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+
+import pytest
+
+import eventbus
+from eventbus import _aio
+from notifications import MailMessage, Notifiable, Notification, NotificationFailedError
+from notifications.channels.mail import MailChannel, build_email
+from notifications.mail import LogTransport, render, set_template_dirs, transport_from_url
+
+
+@dataclasses.dataclass
+class User(Notifiable):
+    id: int
+    email: str | None
+    phone: str | None = None
+
+
+class Welcome(Notification):
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def via(self, notifiable: object) -> list[str]:
+        return ["mail"]
+
+    def to_mail(self, notifiable: object) -> MailMessage:
+        return (MailMessage(subject="Welcome <aboard>").greeting(f"Hello {self.name}!")
+                .line("Thanks for joining.").action("Open your account", "https://shop.example/a?x=1&y=2")
+                .line("See you soon.").salutation("The Shop").cc("boss@example.com").bcc("audit@example.com")
+                .reply_to("help@example.com", "Help desk").attach_data(b"%PDF-1.4 fake", "invoice.pdf")
+                .tag("welcome").header("X-Campaign", "spring"))
+
+
+def test_builder_and_keyword_constructor_agree() -> None:
+    fluent = MailMessage().subject("S").greeting("G").line("a").action("Go", "https://x").line("b").salutation("Bye")
+    keyword = MailMessage(subject="S", greeting="G", lines=["a"], action=("Go", "https://x"), outro=["b"],
+                          salutation="Bye")
+    assert fluent.content == keyword.content
+
+
+def test_default_layout_escapes_html_and_has_a_button() -> None:
+    html, text = render(MailMessage(greeting="Hi <b>you</b>").line("1 < 2").action("Go", "https://x/?a=1&b=2"))
+    assert "Hi &lt;b&gt;you&lt;/b&gt;" in html and "1 &lt; 2" in html
+    assert 'href="https://x/?a=1&amp;b=2"' in html and "button" in html
+    assert "Hi <b>you</b>" in text and "Go: https://x/?a=1&b=2" in text
+
+
+def test_bad_level_is_refused() -> None:
+    with pytest.raises(ValueError, match="mail level"):
+        MailMessage(level="panic")
+
+
+def test_own_templates_with_text_sibling(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "hello.html").write_text("<p>Hi {{ name }}</p>")
+    (tmp_path / "hello.txt").write_text("Hi {{ name }} (text)")
+    (tmp_path / "only.html").write_text("<p>Only <a href='https://x'>link</a></p>")
+    set_template_dirs(tmp_path)
+    try:
+        assert render(MailMessage(template="hello.html", context={"name": "<Ada>"})) == \
+            ("<p>Hi &lt;Ada&gt;</p>", "Hi <Ada> (text)")
+        assert render(MailMessage().view("only.html"))[1].strip() == "Only link (https://x)"
+    finally:
+        set_template_dirs("templates")
+
+
+def test_mime_structure() -> None:
+    mime = build_email(Welcome("Ada").to_mail(None), ["ada@example.com"], "Shop <shop@example.com>")
+    assert mime["Subject"] == "Welcome <aboard>" and mime["From"] == "Shop <shop@example.com>"
+    assert mime["Cc"] == "boss@example.com" and mime["Reply-To"] == "Help desk <help@example.com>"
+    assert mime["X-Tags"] == "welcome" and mime["X-Campaign"] == "spring"
+    body = mime.get_body(("plain",))
+    assert body is not None and "Thanks for joining." in body.get_content()
+    [attachment] = list(mime.iter_attachments())
+    assert attachment.get_filename() == "invoice.pdf" and attachment.get_content_type() == "application/pdf"
+
+
+def test_delivers_to_a_real_smtp_server(smtp_server: tuple) -> None:
+    inbox, port = smtp_server
+    eventbus.configure(mail=f"smtp://127.0.0.1:{port}", mail_from="Shop <shop@example.com>")
+    User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    [envelope] = inbox.envelopes
+    assert envelope.mail_from == "shop@example.com"
+    assert sorted(envelope.rcpt_tos) == ["ada@example.com", "audit@example.com", "boss@example.com"]
+    [msg] = inbox.messages
+    assert msg["Subject"] == "Welcome <aboard>" and msg["To"] == "ada@example.com" and msg["Bcc"] is None
+    assert "Hello Ada!" in msg.get_body(("html",)).get_content()
+    assert "Open your account: https://shop.example/a?x=1&y=2" in msg.get_body(("plain",)).get_content()
+    assert [a.get_filename() for a in msg.iter_attachments()] == ["invoice.pdf"]
+    assert [a.get_content() for a in msg.iter_attachments()] == [b"%PDF-1.4 fake"]
+
+
+def test_starttls_with_a_self_signed_certificate_and_auth(tls_smtp_server: tuple) -> None:
+    inbox, port, cert = tls_smtp_server
+    eventbus.configure(mail=f"smtp://shop:s3cret@127.0.0.1:{port}?starttls=1&cafile={cert}")
+    User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    assert len(inbox.envelopes) == 1
+
+
+def test_wrong_password_fails_that_channel(tls_smtp_server: tuple) -> None:
+    inbox, port, cert = tls_smtp_server
+    eventbus.configure(mail=f"smtp://shop:wrong@127.0.0.1:{port}?starttls=1&cafile={cert}&timeout=3")
+    with pytest.raises(NotificationFailedError) as info:
+        User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    assert "mail" in info.value.failures and inbox.envelopes == []
+
+
+def test_connection_is_reused_across_messages_and_reopened_after_a_drop(smtp_server: tuple) -> None:
+    inbox, port = smtp_server
+    channel = MailChannel(transport_from_url(f"smtp://127.0.0.1:{port}"))
+    user = User(1, "ada@example.com")
+    for _ in range(3):
+        _aio.run(channel.send(user, Welcome("Ada")))
+    assert channel.transport.connections_opened == 1 and len(inbox.sessions) == 1
+    _aio.run(channel.transport.close_loop(id(_aio.loop())))
+    _aio.run(channel.send(user, Welcome("Ada")))
+    assert channel.transport.connections_opened == 2 and len(inbox.envelopes) == 4
+    off = MailChannel(transport_from_url(f"smtp://127.0.0.1:{port}?reuse=0"))
+    for _ in range(2):
+        _aio.run(off.send(user, Welcome("Ada")))
+    assert off.transport.connections_opened == 2
+
+
+def test_smtp_down_is_a_delivery_error() -> None:
+    eventbus.configure(mail="smtp://127.0.0.1:1?timeout=2")
+    with pytest.raises(NotificationFailedError, match="cannot reach SMTP server 127.0.0.1:1"):
+        User(1, "ada@example.com").notify_now(Welcome("Ada"))
+
+
+def test_log_transport_writes_eml(tmp_path: pathlib.Path) -> None:
+    eventbus.configure(mail=f"log:{tmp_path}/outbox")
+    User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    [eml] = list((tmp_path / "outbox").glob("*.eml"))
+    assert b"Subject: Welcome <aboard>" in eml.read_bytes()
+    assert isinstance(transport_from_url("log"), LogTransport)
+
+
+def test_bad_mail_url() -> None:
+    with pytest.raises(eventbus.ConfigurationError, match="bad mail URL 'ftp://h'"):
+        transport_from_url("ftp://h")
