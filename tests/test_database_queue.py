@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 import eventbus
 from apps import jobs
-from conftest import MYSQL_URL, PG_URL, database_reason, run_worker, traces, wait_for
+from helpers import MYSQL_URL, PG_URL, database_reason, run_worker, traces, wait_for
 from eventbus.errors import ConnectionUnavailableError, MissingDependencyError
 
 pytestmark = pytest.mark.integration

@@ -10,7 +10,7 @@ import pytest
 import redis
 
 import eventbus
-from conftest import run_worker, traces, wait_for
+from helpers import run_worker, traces, wait_for
 from eventbus import Event, emit
 from eventbus.errors import SerializationError
 from eventbus.testing import fake_events, fake_queue

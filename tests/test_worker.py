@@ -11,7 +11,7 @@ import redis
 
 import eventbus
 from apps import jobs
-from conftest import run_worker, traces, wait_for
+from helpers import REDIS_URL, run_worker, traces, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -263,10 +263,9 @@ def test_refused_payloads_go_to_the_failed_store_and_the_worker_goes_on(
 
 
 def test_signed_payloads(use_redis: redis.Redis, start_worker: object) -> None:
-    eventbus.configure(connections={"redis": {"driver": "redis", "url": use_redis.connection_pool.connection_kwargs and
-                                              f"redis://127.0.0.1:6379/15"}}, key="k1")
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": REDIS_URL}}, key="k1")
     jobs.Record(1).dispatch()
-    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}})
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": REDIS_URL}})
     jobs.Record(2).dispatch()  # unsigned
     code, _, _ = run_worker(start_worker, "--stop-when-empty", env={"EVENTBUS_KEY": "k1"})
     assert code == 0 and traces(use_redis, "ran") == ["1"]

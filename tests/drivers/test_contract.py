@@ -11,7 +11,7 @@ import pytest
 import sqlalchemy as sa
 
 import eventbus
-from conftest import MYSQL_URL, PG_URL, REDIS_URL, database_reason
+from helpers import MYSQL_URL, PG_URL, REDIS_URL, database_reason
 from eventbus.payload import Payload
 from eventbus.queue.base import Queue
 
