@@ -11,7 +11,7 @@ from eventbus.queue.redis import client_for
 
 class RedisFailedJobStore(FailedJobStore):
     def __init__(self, url: str, prefix: str = "eventbus:failed_jobs") -> None:
-        self.redis = client_for(url)
+        self.redis = client_for(url, name="eventbus:failed")
         self.records_key = prefix
         self.index_key = f"{prefix}:index"
 

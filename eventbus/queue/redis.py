@@ -41,10 +41,14 @@ def _script(name: str) -> str:
     return resources.files("eventbus.queue").joinpath(f"lua/{name}.lua").read_text()
 
 
-def client_for(url: str, *, socket_timeout: float | None = 10.0) -> redis.Redis:
-    """A client that never retries on its own (a blind retry of a script is not safe)."""
+def client_for(url: str, *, socket_timeout: float | None = 10.0, name: str = "eventbus") -> redis.Redis:
+    """A client that never retries on its own (a blind retry of a script is not safe).
+
+    Its connections carry ``name`` (``CLIENT LIST`` shows which belong to eventbus).
+    """
     return redis.Redis.from_url(
         url,
+        client_name=name,
         retry=Retry(NoBackoff(), 0),
         socket_timeout=socket_timeout,
         socket_connect_timeout=5.0,
@@ -61,7 +65,8 @@ class RedisQueue(Queue):
         self.prefix: str = config.get("prefix", "queues:")
         self.block_for: float = float(config.get("block_for", 5.0) or 0.0)
         self.batch: int = int(config.get("migration_batch_size", 100))
-        self.redis = client_for(self.url, socket_timeout=self.block_for + 10.0)
+        self.redis = client_for(self.url, socket_timeout=self.block_for + 10.0,
+                                name=f"eventbus:{connection_name}")
         self._scripts = {
             name: self.redis.register_script(_script(name))
             for name in ("push", "pop", "delete", "release", "clear", "peek", "next_due")

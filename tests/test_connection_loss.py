@@ -1,0 +1,81 @@
+"""Servers that drop the worker's connections while it runs."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+
+import pytest
+import redis
+import sqlalchemy as sa
+
+import eventbus
+from apps import jobs
+from helpers import PG_URL, database_reason, wait_for
+
+pytestmark = pytest.mark.integration
+
+
+KILLED: list[str] = []
+
+
+def _kill_eventbus_clients(admin: redis.Redis) -> None:
+    for client in admin.client_list():
+        if client.get("name", "").startswith("eventbus:"):
+            try:
+                admin.client_kill_filter(_id=client["id"])
+                KILLED.append(client["name"])
+            except redis.ResponseError:
+                pass  # gone already
+
+
+def _kill_clients_repeatedly(kill: object, stop: threading.Event) -> None:
+    while not stop.is_set():
+        kill()  # type: ignore[operator]
+        time.sleep(0.3)
+
+
+def test_worker_rides_out_redis_dropping_its_connections(use_redis: redis.Redis, start_worker: object) -> None:
+    admin = redis.Redis.from_url("redis://127.0.0.1:6379/15")
+    for n in range(30):
+        jobs.Counted(n).dispatch()
+        jobs.Record(n, sleep=0.05).dispatch()
+    w = start_worker("--sleep", "0.1", "--quiet")
+    stop = threading.Event()
+    killer = threading.Thread(target=_kill_clients_repeatedly, args=(
+        lambda: _kill_eventbus_clients(admin), stop))
+    killer.start()
+    try:
+        wait_for(lambda: len(use_redis.hgetall("trace:count")) == 30 and use_redis.llen("trace:ran") >= 30, timeout=60)
+    finally:
+        stop.set()
+        killer.join()
+    assert w.proc.poll() is None, "the worker must survive lost connections"
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0
+    assert len(KILLED) >= 5, KILLED  # the worker's connections really were cut, repeatedly
+    assert set(use_redis.hvals("trace:count")) == {b"1"}  # every job ran exactly once
+    assert eventbus.connection().size() == 0
+
+
+def test_worker_reconnects_after_postgres_drops_it(redis_client: redis.Redis, start_worker: object) -> None:
+    reason = database_reason(PG_URL)
+    if reason:
+        pytest.skip(reason)
+    eventbus.configure(default="database", connections={"database": {"driver": "database", "url": PG_URL}})
+    eventbus.connection().clear()
+    w = start_worker("--sleep", "0.2", "--quiet", env={"EVENTBUS_CONNECTION": "database", "TEST_DB_URL": PG_URL})
+    time.sleep(1.5)
+    engine = sa.create_engine(PG_URL)
+    with engine.begin() as conn:
+        dropped = conn.execute(sa.text(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'")).scalar()
+    engine.dispose()
+    assert dropped and dropped >= 1
+    jobs.Record(1).dispatch()
+    wait_for(lambda: redis_client.lrange("trace:ran", 0, -1) == [b"1"], timeout=30)
+    assert w.proc.poll() is None
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0
