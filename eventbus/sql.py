@@ -36,7 +36,23 @@ def engine_for(url: str) -> Engine:
         return engine
 
 
-def _build(url: str) -> Engine:
+def worker_engine_for(url: str) -> Engine:
+    """An autocommit engine for the worker's single-statement pop, delete and release.
+
+    No BEGIN/COMMIT and no pre-ping round trips (a dropped connection surfaces as an error the
+    worker retries). On PostgreSQL its sessions commit without waiting for the WAL flush: only
+    these statements run on it, and a lost one merely brings a job back (at-least-once).
+    """
+    key = "worker:" + url
+    with _lock:
+        engine = _engines.get(key)
+        if engine is None:
+            base = _build(url) if sa.make_url(url).get_backend_name() == "sqlite" else None
+            engine = _engines[key] = base or _build(url, autocommit=True)
+        return engine
+
+
+def _build(url: str, autocommit: bool = False) -> Engine:
     try:
         parsed = sa.make_url(url)
     except sa.exc.ArgumentError as exc:
@@ -46,7 +62,14 @@ def _build(url: str) -> Engine:
             engine = sa.create_engine(parsed, connect_args={"timeout": 30}, pool_pre_ping=False)
             _sqlite_immediate_transactions(engine)
             return engine
-        return sa.create_engine(parsed, pool_pre_ping=True, pool_recycle=3600)
+        if not autocommit:
+            return sa.create_engine(parsed, pool_pre_ping=True, pool_recycle=3600)
+        engine = sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_recycle=3600)
+        if parsed.get_backend_name() == "postgresql":
+            @event.listens_for(engine, "connect")
+            def relaxed(dbapi_connection: Any, record: Any) -> None:
+                dbapi_connection.execute("SET synchronous_commit = off")
+        return engine
     except ModuleNotFoundError as exc:
         extra = _EXTRAS.get(exc.name or "", None)
         hint = f"pip install 'eventbus[{extra}]'" if extra else f"install the {exc.name} package"

@@ -50,6 +50,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_MEMORY = 12
+RESTART_CHECK_INTERVAL_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -100,6 +101,7 @@ class Worker:
         self._current: QueueJob | None = None
         self._deadline: float | None = None
         self._waiting = False
+        self._restart_checked_at = time.monotonic()
         self._lock = threading.Lock()
         self.check_options()
 
@@ -156,9 +158,17 @@ class Worker:
             return EXIT_OK
         if o.max_time_s and time.monotonic() - started >= o.max_time_s:
             return EXIT_OK
-        if self._restart_stamp() != restart_at:
+        if self._restart_requested(restart_at):
             return EXIT_OK
         return None
+
+    def _restart_requested(self, restart_at: float | None) -> bool:
+        """Ask the server at most once a second: a round trip per job would cost a third of throughput."""
+        now = time.monotonic()
+        if now - self._restart_checked_at < RESTART_CHECK_INTERVAL_S:
+            return False
+        self._restart_checked_at = now
+        return self._restart_stamp() != restart_at
 
     def _restart_stamp(self) -> float | None:
         try:

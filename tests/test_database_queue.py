@@ -158,3 +158,17 @@ def test_migrate_command_creates_tables(tmp_path: object) -> None:
     assert result.exit_code == 0, result.output
     tables = set(sa.inspect(sa.create_engine(url)).get_table_names())
     assert {"jobs", "failed_jobs", "eventbus_signals"} <= tables
+
+
+def test_sqlite_idle_worker_wakes_on_commit(tmp_path: object, redis_client: redis.Redis, start_worker: object) -> None:
+    url = f"sqlite:///{tmp_path}/wake.sqlite3"
+    eventbus.configure(default="database", connections={"database": {"driver": "database", "url": url}})
+    eventbus.connection().ping()
+    w = start_worker("--sleep", "20", env=db_env(url))
+    time.sleep(2.0)  # idle, waiting up to 20s
+    pushed = time.time()
+    jobs.Record(1).dispatch()
+    wait_for(lambda: traces(redis_client, "started"), timeout=10)
+    assert float(traces(redis_client, "started")[0].split(":")[1]) - pushed < 1.0
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0

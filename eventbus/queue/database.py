@@ -25,9 +25,12 @@ from sqlalchemy.dialects import mysql
 
 from eventbus.payload import Payload
 from eventbus.queue.base import Queue, QueueJob, id_for
-from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates
+from eventbus.errors import ConnectionUnavailableError
+from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates, worker_engine_for
 
 NOTIFY_CHANNEL = "eventbus_jobs"
+RECLAIM_INTERVAL_S = 1.0
+SQLITE_POLL_S = 0.05
 
 
 def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
@@ -45,7 +48,11 @@ def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
         sa.Column("reserved_at", sa.Double, nullable=True),
         sa.Column("available_at", sa.Double, nullable=False),
         sa.Column("created_at", sa.Double, nullable=False),
-        sa.Index(f"{name}_queue_available_index", "queue", "reserved_at", "available_at"),
+        # Ready jobs in id order: a partial index where the database has them, so a pop is an
+        # ordered scan that stops at the first row (MySQL/MariaDB get the plain (queue, id) index).
+        sa.Index(f"{name}_ready_index", "queue", "id", postgresql_where=sa.text("reserved_at IS NULL"),
+                 sqlite_where=sa.text("reserved_at IS NULL")),
+        sa.Index(f"{name}_reserved_index", "queue", "reserved_at"),
     )
 
 
@@ -71,6 +78,7 @@ class DatabaseQueue(Queue):
         super().__init__(connection_name, config)
         self.url: str = config["url"]
         self.engine = engine_for(self.url)
+        self.worker_engine = worker_engine_for(self.url)
         self.metadata = sa.MetaData()
         self.jobs = jobs_table(self.metadata, config.get("table", "jobs"))
         self.signals = signals_table(self.metadata)
@@ -78,6 +86,8 @@ class DatabaseQueue(Queue):
         self._ready = False
         self._listener: Any = None
         self._listen_lock = threading.Lock()
+        self._reclaimed_at: dict[str, float] = {}
+        self._sqlite_watch: Any = None
 
     # -- plumbing -----------------------------------------------------------------------------
     def _guard(self, action: str, fn: Any) -> Any:
@@ -147,9 +157,22 @@ class DatabaseQueue(Queue):
     # -- popping ------------------------------------------------------------------------------
     def _available(self, name: str, now: float) -> Any:
         j = self.jobs.c
-        return sa.and_(j.queue == name, sa.or_(
-            sa.and_(j.reserved_at.is_(None), j.available_at <= now),
-            j.reserved_at <= now - self.retry_after))
+        return sa.and_(j.queue == name, j.reserved_at.is_(None), j.available_at <= now)
+
+    def _reclaim_expired(self, name: str, now: float) -> None:
+        """Make jobs whose reservation is older than retry_after ready again (at most once a second).
+
+        A separate statement, not an OR in the pop query: that OR forces PostgreSQL into a bitmap
+        scan over every dead index entry a busy queue leaves behind, on every pop. The token is
+        kept, so the old holder can still delete a job it finished; a new pop replaces it.
+        """
+        if now - self._reclaimed_at.get(name, 0.0) < RECLAIM_INTERVAL_S:
+            return
+        self._reclaimed_at[name] = now
+        j = self.jobs.c
+        with self.worker_engine.begin() as conn:
+            conn.execute(sa.update(self.jobs).where(
+                j.queue == name, j.reserved_at <= now - self.retry_after).values(reserved_at=None))
 
     def pop(self, queue: str | None = None) -> QueueJob | None:
         name = self.queue_name(queue)
@@ -159,44 +182,61 @@ class DatabaseQueue(Queue):
         j = self.jobs.c
         now = time.time()
         token = uuid.uuid4().hex
-        select = sa.select(j.id, j.uuid, j.payload, j.attempts).where(
-            self._available(name, now)).order_by(j.id).limit(1)
-        if self.dialect in ("postgresql", "mysql", "mariadb"):
-            select = select.with_for_update(skip_locked=True)
-        with self.engine.begin() as conn:
-            row = conn.execute(select).first()
-            if row is None:
-                return None
-            conn.execute(sa.update(self.jobs).where(j.id == row.id).values(
-                reserved_at=now, token=token, attempts=j.attempts + 1))
-        return QueueJob(queue=self, queue_name=name, job_id=str(row.id), raw=row.payload,
-                        attempts=row.attempts + 1, token=token, stored_uuid=row.uuid)
+        self._reclaim_expired(name, now)
+        oldest = sa.select(j.id).where(self._available(name, now)).order_by(j.id).limit(1)
+        if self.dialect != "sqlite":
+            oldest = oldest.with_for_update(skip_locked=True)
+        reserve = sa.update(self.jobs).values(reserved_at=now, token=token, attempts=j.attempts + 1)
+        row: Any
+        if self.dialect in ("postgresql", "sqlite"):  # one statement: UPDATE ... RETURNING
+            with self.worker_engine.begin() as conn:
+                row = conn.execute(reserve.where(j.id == oldest.scalar_subquery())
+                                   .returning(j.id, j.uuid, j.payload, j.attempts)).first()
+        else:  # MariaDB/MySQL have no UPDATE ... RETURNING: lock, then update, in a transaction
+            with self.engine.begin() as conn:
+                found = conn.execute(oldest).scalar()
+                row = None if found is None else conn.execute(
+                    sa.select(j.id, j.uuid, j.payload, j.attempts + 1).where(j.id == found)).first()
+                if row is not None:
+                    conn.execute(reserve.where(j.id == found))
+        if row is None:
+            return None
+        job_id, job_uuid, raw, attempts = row
+        return QueueJob(queue=self, queue_name=name, job_id=str(job_id), raw=raw,
+                        attempts=int(attempts), token=token, stored_uuid=job_uuid)
 
     def delete_reserved(self, job: QueueJob) -> bool:
         j = self.jobs.c
 
         def run() -> bool:
-            with self.engine.begin() as conn:
+            with self.worker_engine.begin() as conn:
                 result = conn.execute(sa.delete(self.jobs).where(
                     j.id == int(job.job_id), j.token == job.token))
                 return bool(result.rowcount)
 
-        return bool(self._guard("delete", run))
+        return self._fenced("delete", run)
 
     def release_reserved(self, job: QueueJob, delay: float) -> bool:
         j = self.jobs.c
 
         def run() -> bool:
-            with self.engine.begin() as conn:
+            with self.worker_engine.begin() as conn:
                 result = conn.execute(sa.update(self.jobs).where(
                     j.id == int(job.job_id), j.token == job.token).values(
                     reserved_at=None, token=None, available_at=time.time() + delay))
-                if self.dialect == "postgresql" and delay <= 0:
+                if self.dialect == "postgresql" and delay <= 0 and result.rowcount:
                     conn.execute(sa.text("SELECT pg_notify(:c, :q)"),
                                  {"c": NOTIFY_CHANNEL, "q": job.queue_name})
                 return bool(result.rowcount)
 
-        return bool(self._guard("release", run))
+        return self._fenced("release", run)
+
+    def _fenced(self, action: str, fn: Any) -> bool:
+        """Delete and release are fenced by the token, so one retry on a dropped connection is safe."""
+        try:
+            return bool(self._guard(action, fn))
+        except ConnectionUnavailableError:
+            return bool(self._guard(action, fn))
 
     # -- waiting ------------------------------------------------------------------------------
     def wait(self, queues: Sequence[str], timeout: float) -> None:
@@ -208,7 +248,29 @@ class DatabaseQueue(Queue):
             return
         if self.dialect == "postgresql" and self._wait_for_notify(timeout):
             return
+        if self.dialect == "sqlite" and self._wait_for_sqlite_change(timeout):
+            return
         time.sleep(timeout)
+
+    def _wait_for_sqlite_change(self, timeout: float) -> bool:
+        """Poll ``PRAGMA data_version`` (a local file read) until another connection commits.
+
+        An idle SQLite worker so starts a new job within ~50ms instead of after ``--sleep``.
+        """
+        path = self.engine.url.database
+        if not path or path == ":memory:":
+            return False
+        import sqlite3
+
+        if self._sqlite_watch is None:
+            self._sqlite_watch = sqlite3.connect(path, check_same_thread=False)
+        before = self._sqlite_watch.execute("PRAGMA data_version").fetchone()[0]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            time.sleep(min(SQLITE_POLL_S, max(deadline - time.monotonic(), 0)))
+            if self._sqlite_watch.execute("PRAGMA data_version").fetchone()[0] != before:
+                return True
+        return True
 
     def _next_due(self, queues: Sequence[str]) -> float | None:
         j = self.jobs.c
@@ -301,6 +363,9 @@ class DatabaseQueue(Queue):
     def close(self) -> None:
         with self._listen_lock:
             self._close_listener()
+        if self._sqlite_watch is not None:
+            self._sqlite_watch.close()
+            self._sqlite_watch = None
 
     def restart_stamp(self) -> float | None:
         value = self._scalar("restart check", sa.select(self.signals.c.value).where(
