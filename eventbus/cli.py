@@ -108,7 +108,7 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--max-jobs", type=int, default=0, help="Exit after this many jobs.")
 @click.option("--max-time", type=float, default=0.0, help="Exit after this many seconds.")
 @click.option("--rest", type=float, default=0.0, help="Seconds to rest between jobs.")
-@click.option("--force", is_flag=True, help="Run even in maintenance mode.")
+@click.option("--force", is_flag=True, help="Take jobs even in maintenance mode (eventbus down).")
 @click.option("--name", default="default", help="Worker name.")
 @click.option("--processes", type=click.IntRange(min=1), default=1, help="Supervise N workers.")
 @click.option("--quiet", "-q", is_flag=True, help="No line per job.")
@@ -294,24 +294,47 @@ def peek(ctx: click.Context, connection_name: str | None, queue: str | None, lim
         click.echo(raw)
 
 
+def _signal_workers(name: str, value: float | None) -> list[str]:
+    """Set a signal on every Redis and database connection that answers."""
+    told = []
+    for conn_name, conf in settings().connections.items():
+        if conf["driver"] in ("redis", "database"):
+            try:
+                connection(conn_name).set_signal(name, value)
+                told.append(conn_name)
+            except EventBusError as exc:
+                click.echo(f"eventbus: warning: {exc}", err=True)
+    if not told:
+        raise EventBusError("no connection could be reached to signal the workers")
+    return told
+
+
 @main.command()
 @app_option
 @click.pass_context
 def restart(ctx: click.Context) -> None:
     """Make every worker exit after its current job (their supervisor starts fresh ones)."""
     _setup(ctx)
-    stamp = time.time()
-    told = []
-    for name, conf in settings().connections.items():
-        if conf["driver"] in ("redis", "database"):
-            try:
-                connection(name).set_restart_stamp(stamp)
-                told.append(name)
-            except EventBusError as exc:
-                click.echo(f"eventbus: warning: {exc}", err=True)
-    if not told:
-        raise EventBusError("no connection could be reached to signal the restart")
+    told = _signal_workers("restart", time.time())
     click.echo(f"Told workers on {', '.join(told)} to restart after their current job.")
+
+
+@main.command()
+@app_option
+@click.pass_context
+def down(ctx: click.Context) -> None:
+    """Maintenance mode: workers finish their job and take no new ones (except with --force)."""
+    _setup(ctx)
+    click.echo(f"Workers on {', '.join(_signal_workers('down', time.time()))} are paused until `eventbus up`.")
+
+
+@main.command()
+@app_option
+@click.pass_context
+def up(ctx: click.Context) -> None:
+    """Leave maintenance mode."""
+    _setup(ctx)
+    click.echo(f"Workers on {', '.join(_signal_workers('down', None))} take jobs again.")
 
 
 @main.command()

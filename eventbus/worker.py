@@ -50,7 +50,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_MEMORY = 12
-RESTART_CHECK_INTERVAL_S = 1.0
+SIGNAL_CHECK_INTERVAL_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -101,7 +101,8 @@ class Worker:
         self._current: QueueJob | None = None
         self._deadline: float | None = None
         self._waiting = False
-        self._restart_checked_at = time.monotonic()
+        self._signals_checked_at = 0.0
+        self._signals_cache: dict[str, float] | None = None
         self._lock = threading.Lock()
         self.check_options()
 
@@ -123,13 +124,15 @@ class Worker:
         """Work until a stop condition; return the exit status (0, 12 memory, 1 error)."""
         self.queue.ping()
         self._install_signals()
-        restart_at = self._restart_stamp()
+        restart_at = self._signals().get("restart")
+        log.info("worker %r started on connection %r, queues %s", self.options.name,
+                 self.queue.connection_name, ",".join(self.queues))
         started = time.monotonic()
         watchdog = threading.Thread(target=self._watch, name="eventbus-watchdog", daemon=True)
         watchdog.start()
         status: int | None = None
         while status is None:
-            if self.paused:
+            if self.paused or self._down():
                 self._sleep(self.options.sleep_s)
             else:
                 emit(Looping(self.queue.connection_name, self.queues))
@@ -158,23 +161,25 @@ class Worker:
             return EXIT_OK
         if o.max_time_s and time.monotonic() - started >= o.max_time_s:
             return EXIT_OK
-        if self._restart_requested(restart_at):
+        if self._signals().get("restart") != restart_at:
             return EXIT_OK
         return None
 
-    def _restart_requested(self, restart_at: float | None) -> bool:
-        """Ask the server at most once a second: a round trip per job would cost a third of throughput."""
+    def _signals(self) -> dict[str, float]:
+        """``restart``/``down`` signals, asked of the server at most once a second (a round trip
+        per job would cost a third of the throughput)."""
         now = time.monotonic()
-        if now - self._restart_checked_at < RESTART_CHECK_INTERVAL_S:
-            return False
-        self._restart_checked_at = now
-        return self._restart_stamp() != restart_at
+        if self._signals_cache is None or now - self._signals_checked_at >= SIGNAL_CHECK_INTERVAL_S:
+            try:
+                self._signals_cache = self.queue.signals()
+            except ConnectionUnavailableError:
+                self._signals_cache = self._signals_cache or {}
+            self._signals_checked_at = now
+        return self._signals_cache
 
-    def _restart_stamp(self) -> float | None:
-        try:
-            return self.queue.restart_stamp()
-        except ConnectionUnavailableError:
-            return None
+    def _down(self) -> bool:
+        """Maintenance mode (``eventbus down``): no new jobs, unless the worker runs with --force."""
+        return not self.options.force and "down" in self._signals()
 
     def _next_job(self) -> QueueJob | None:
         """Pop from the first non-empty queue; ride out a lost connection with backoff."""

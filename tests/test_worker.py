@@ -313,3 +313,29 @@ def _children(pid: int) -> list[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.append(int(stat.parent.name))
     return found
+
+
+def test_down_and_up_maintenance_mode(use_redis: redis.Redis, start_worker: object, worker_env: dict) -> None:
+    import subprocess
+    import sys
+
+    def cli(*args: str) -> None:
+        subprocess.run([sys.executable, "-m", "eventbus", *args, "--app", "apps.jobs"], env=worker_env,
+                       check=True, capture_output=True)
+
+    cli("down")
+    try:
+        w = start_worker("--sleep", "0.1")
+        forced = start_worker("--sleep", "0.1", "--force", "--queue", "forced")
+        jobs.Record(1).dispatch()
+        jobs.Record(2).dispatch(queue="forced")
+        wait_for(lambda: traces(use_redis, "ran") == ["2"], timeout=10)  # --force works in maintenance
+        time.sleep(1.5)
+        assert traces(use_redis, "ran") == ["2"]
+        cli("up")
+        wait_for(lambda: traces(use_redis, "ran") == ["2", "1"], timeout=10)
+        for worker in (w, forced):
+            worker.signal(signal.SIGTERM)
+            assert worker.wait() == 0
+    finally:
+        cli("up")

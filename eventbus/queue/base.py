@@ -178,12 +178,14 @@ class Queue(abc.ABC):
     def close(self) -> None:
         """Release connections."""
 
-    # -- restart signal (``eventbus restart``) ------------------------------------------------
-    def restart_stamp(self) -> float | None:
-        return None
+    # -- worker signals (``eventbus restart``, ``down``, ``up``) --------------------------------
+    def signals(self) -> dict[str, float]:
+        """Signals every worker of this connection reads: ``restart`` stamp, ``down`` flag."""
+        return {}
 
-    def set_restart_stamp(self, stamp: float) -> None:
-        raise NotImplementedError
+    def set_signal(self, name: str, value: float | None) -> None:
+        """Set (or with None, clear) a worker signal."""
+        raise NotImplementedError(f"the {self.driver} driver has no workers to signal")
 
 
 def id_for(raw: str) -> str:

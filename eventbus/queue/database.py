@@ -81,7 +81,7 @@ class DatabaseQueue(Queue):
         self.worker_engine = worker_engine_for(self.url)
         self.metadata = sa.MetaData()
         self.jobs = jobs_table(self.metadata, config.get("table", "jobs"))
-        self.signals = signals_table(self.metadata)
+        self.signals_table = signals_table(self.metadata)
         self.dialect = self.engine.dialect.name
         self._ready = False
         self._listener: Any = None
@@ -99,12 +99,12 @@ class DatabaseQueue(Queue):
 
     def _ensure_tables(self) -> None:
         if not self._ready:
-            ensure_tables(self.engine, self.metadata, [self.jobs, self.signals])
+            ensure_tables(self.engine, self.metadata, [self.jobs, self.signals_table])
             self._ready = True
 
     def migrate(self) -> list[str]:
         guarded(self.url, "migrate", self._ensure_tables)
-        return [self.jobs.name, self.signals.name]
+        return [self.jobs.name, self.signals_table.name]
 
     def _row(self, raw: str, queue: str | None, delay: float, payload: Payload | None) -> dict[str, Any]:
         now = time.time()
@@ -367,20 +367,25 @@ class DatabaseQueue(Queue):
             self._sqlite_watch.close()
             self._sqlite_watch = None
 
-    def restart_stamp(self) -> float | None:
-        value = self._scalar("restart check", sa.select(self.signals.c.value).where(
-            self.signals.c.name == "restart"))
-        return float(value) if value is not None else None
+    def signals(self) -> dict[str, float]:
+        s = self.signals_table
 
-    def set_restart_stamp(self, stamp: float) -> None:
-        s = self.signals
+        def run() -> dict[str, float]:
+            with self.engine.connect() as conn:
+                return {r.name: float(r.value) for r in conn.execute(sa.select(s.c.name, s.c.value))}
+
+        return dict(self._guard("signal check", run))
+
+    def set_signal(self, name: str, value: float | None) -> None:
+        s = self.signals_table
 
         def run() -> None:
             with self.engine.begin() as conn:
-                if conn.execute(sa.update(s).where(s.c.name == "restart").values(value=stamp)).rowcount == 0:
-                    conn.execute(sa.insert(s).values(name="restart", value=stamp))
+                conn.execute(sa.delete(s).where(s.c.name == name))
+                if value is not None:
+                    conn.execute(sa.insert(s).values(name=name, value=value))
 
-        self._guard("restart", run)
+        self._guard("signal", run)
 
 
 def migrate_all() -> list[str]:

@@ -34,7 +34,7 @@ from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
 
 T = TypeVar("T")
 LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError)
-RESTART_KEY = "eventbus:restart"
+SIGNAL_KEY = "eventbus:signals"
 
 
 def _script(name: str) -> str:
@@ -226,12 +226,15 @@ class RedisQueue(Queue):
     def close(self) -> None:
         self.redis.close()
 
-    def restart_stamp(self) -> float | None:
-        value = self._call("restart check", lambda: self.redis.get(RESTART_KEY))
-        return float(value) if value else None
+    def signals(self) -> dict[str, float]:
+        values = self._call("signal check", lambda: self.redis.hgetall(SIGNAL_KEY))
+        return {k.decode(): float(v) for k, v in values.items()}
 
-    def set_restart_stamp(self, stamp: float) -> None:
-        self._call("restart", lambda: self.redis.set(RESTART_KEY, repr(stamp)))
+    def set_signal(self, name: str, value: float | None) -> None:
+        if value is None:
+            self._call("signal", lambda: self.redis.hdel(SIGNAL_KEY, name))
+        else:
+            self._call("signal", lambda: self.redis.hset(SIGNAL_KEY, name, repr(value)))
 
 
 def _attempts_in(raw: str) -> int:

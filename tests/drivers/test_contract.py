@@ -174,6 +174,10 @@ def test_exception_counts_per_job(q: Queue) -> None:
     assert q.record_exception(p.uuid) == 2
 
 
-def test_restart_stamp(q: Queue) -> None:
-    q.set_restart_stamp(123.5)
-    assert q.restart_stamp() == 123.5
+def test_worker_signals(q: Queue) -> None:
+    q.set_signal("down", None)
+    q.set_signal("restart", 123.5)
+    q.set_signal("down", 1.0)
+    assert q.signals() == {"restart": 123.5, "down": 1.0}
+    q.set_signal("down", None)
+    assert q.signals() == {"restart": 123.5}
