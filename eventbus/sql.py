@@ -6,7 +6,9 @@ processes popping at once queue up on the write lock instead of both reading the
 
 from __future__ import annotations
 
+import random
 import threading
+import time
 from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
@@ -63,7 +65,10 @@ def _build(url: str, autocommit: bool = False) -> Engine:
             _sqlite_immediate_transactions(engine)
             return engine
         if not autocommit:
-            return sa.create_engine(parsed, pool_pre_ping=True, pool_recycle=3600)
+            options: dict[str, Any] = {}
+            if parsed.get_backend_name() in ("mysql", "mariadb"):
+                options["isolation_level"] = "READ COMMITTED"  # no gap locks for the pop's locking read
+            return sa.create_engine(parsed, pool_pre_ping=True, pool_recycle=3600, **options)
         engine = sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_recycle=3600)
         if parsed.get_backend_name() == "postgresql":
             @event.listens_for(engine, "connect")
@@ -96,8 +101,29 @@ def _sqlite_immediate_transactions(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
 
 
+_TRANSIENT_WORDS = ("deadlock", "lock wait timeout", "database is locked", "could not serialize")
+TRANSIENT_RETRIES = 5
+
+
+def is_transient(exc: BaseException) -> bool:
+    """A deadlock or lock timeout: the transaction was rolled back and may simply run again."""
+    return isinstance(exc, sa.exc.DBAPIError) and any(w in str(exc.orig).lower() for w in _TRANSIENT_WORDS)
+
+
 def guarded(url: str, action: str, fn: Callable[[], T]) -> T:
-    """Run ``fn``; a lost or refused connection becomes ConnectionUnavailableError (no password)."""
+    """Run ``fn``; retry it after a deadlock; a lost or refused connection becomes
+    ConnectionUnavailableError (the message names the URL without its password)."""
+    for attempt in range(TRANSIENT_RETRIES):
+        try:
+            return _translated(url, action, fn)
+        except sa.exc.DBAPIError as exc:
+            if not is_transient(exc) or attempt == TRANSIENT_RETRIES - 1:
+                raise
+            time.sleep(random.uniform(0.005, 0.05) * (attempt + 1))
+    raise AssertionError("unreachable")
+
+
+def _translated(url: str, action: str, fn: Callable[[], T]) -> T:
     try:
         return fn()
     except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
@@ -118,6 +144,8 @@ _CONNECTION_WORDS = ("connect", "connection", "server closed", "gone away", "una
 
 def _is_connection_problem(exc: sa.exc.DBAPIError) -> bool:
     text = str(exc.orig).lower()
+    if any(w in text for w in _TRANSIENT_WORDS):
+        return False
     return exc.connection_invalidated or any(w in text for w in _CONNECTION_WORDS)
 
 

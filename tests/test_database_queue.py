@@ -172,3 +172,23 @@ def test_sqlite_idle_worker_wakes_on_commit(tmp_path: object, redis_client: redi
     assert float(traces(redis_client, "started")[0].split(":")[1]) - pushed < 1.0
     w.signal(signal.SIGTERM)
     assert w.wait() == 0
+
+
+def test_deadlocks_are_retried_and_other_errors_are_not() -> None:
+    from eventbus.sql import guarded
+
+    calls = []
+
+    def deadlocking() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise sa.exc.OperationalError("UPDATE jobs", {}, Exception("(1213, 'Deadlock found when trying to get lock')"))
+        return "done"
+
+    assert guarded("mysql://h/db", "pop", deadlocking) == "done" and len(calls) == 3
+
+    def broken() -> None:
+        raise sa.exc.OperationalError("SELECT", {}, Exception("no such table: jobs"))
+
+    with pytest.raises(sa.exc.OperationalError, match="no such table"):
+        guarded("sqlite:///x", "pop", broken)
