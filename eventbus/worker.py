@@ -123,13 +123,23 @@ class Worker:
     def run(self) -> int:
         """Work until a stop condition; return the exit status (0, 12 memory, 1 error)."""
         self.queue.ping()
-        self._install_signals()
+        previous = self._install_signals()
+        stopped = threading.Event()
+        watchdog = threading.Thread(target=self._watch, args=(stopped,), name="eventbus-watchdog",
+                                    daemon=True)
+        watchdog.start()
+        try:
+            return self._loop()
+        finally:
+            stopped.set()
+            for signum, handler in previous.items():
+                signal.signal(signum, handler)
+
+    def _loop(self) -> int:
         restart_at = self._signals().get("restart")
         log.info("worker %r started on connection %r, queues %s", self.options.name,
                  self.queue.connection_name, ",".join(self.queues))
         started = time.monotonic()
-        watchdog = threading.Thread(target=self._watch, name="eventbus-watchdog", daemon=True)
-        watchdog.start()
         status: int | None = None
         while status is None:
             if self.paused or self._down():
@@ -266,9 +276,8 @@ class Worker:
                     f"{seconds * 1000:.2f}ms {outcome.value}")
 
     # -- the watchdog for jobs that ignore the interrupt --------------------------------------
-    def _watch(self) -> None:
-        while True:
-            time.sleep(0.1)
+    def _watch(self, stopped: threading.Event) -> None:
+        while not stopped.wait(0.1):
             with self._lock:
                 job, deadline = self._current, self._deadline
             if job is not None and deadline is not None and time.monotonic() > deadline:
@@ -292,13 +301,13 @@ class Worker:
         os._exit(EXIT_ERROR)
 
     # -- signals ------------------------------------------------------------------------------
-    def _install_signals(self) -> None:
+    def _install_signals(self) -> dict[int, object]:
+        """Take over the worker's signals; return the previous handlers to restore after run()."""
         if threading.current_thread() is not threading.main_thread():
-            return
-        signal.signal(signal.SIGTERM, self._on_quit)
-        signal.signal(signal.SIGINT, self._on_quit)
-        signal.signal(signal.SIGUSR2, self._on_pause)
-        signal.signal(signal.SIGCONT, self._on_resume)
+            return {}
+        handlers = {signal.SIGTERM: self._on_quit, signal.SIGINT: self._on_quit,
+                    signal.SIGUSR2: self._on_pause, signal.SIGCONT: self._on_resume}
+        return {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
 
     def _on_quit(self, signum: int, frame: FrameType | None) -> None:
         self.should_quit = True

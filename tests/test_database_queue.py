@@ -88,6 +88,8 @@ def test_delayed_release_and_failed_store_round_trip(db_url: str, redis_client: 
 
     assert CliRunner().invoke(main, ["retry", uuid]).exit_code == 0
     assert store.all() == [] and eventbus.connection().size() == 1
+    store.log("database", "default", "{}", "RuntimeError: old", "old-uuid")
+    assert store.flush(older_than_s=3600) == 0 and store.flush(older_than_s=0) == 1  # prune-failed
 
 
 def test_corrupt_payload_row_goes_to_failed_jobs(db_url: str, redis_client: redis.Redis, start_worker: object) -> None:

@@ -15,7 +15,7 @@ class LogChannel:
     def send(self, notifiable: Any, notification: Any) -> str:
         render = getattr(notification, "to_log", None)
         text = str(render(notifiable)) if callable(render) else type(notification).__name__
-        line = f"{type(notification).__qualname__} to {type(notifiable).__name__}: {text}"
+        line = f"{type(notification).__name__} to {type(notifiable).__name__}: {text}"
         self.lines.append(line)
         log.info("%s", line)
         return line

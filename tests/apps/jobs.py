@@ -164,3 +164,27 @@ class Second(eventbus.Job):
 class Third(eventbus.Job):
     def handle(self) -> None:
         trace("chain", "third")
+
+
+class SelfFailing(eventbus.Job):
+    """Gives up on its own: no retries although tries would allow them."""
+
+    tries = 5
+
+    def handle(self) -> None:
+        trace("attempt", self.attempts)
+        self.fail("the upstream said no")
+
+    def failed(self, exc: BaseException) -> None:
+        trace("failed", f"{type(exc).__name__}:{exc}")
+
+
+class SelfDeleting(eventbus.Job):
+    """Deletes itself, then raises: the exception must not bring it back."""
+
+    tries = 5
+
+    def handle(self) -> None:
+        trace("attempt", self.attempts)
+        self.delete()
+        raise RuntimeError("after delete")

@@ -287,3 +287,42 @@ def test_queued_mail_arrives_while_failing_sms_is_retried_and_failed(
         assert [n.data for n in notifications_for(customer)] == [{"order_id": 42}]
     finally:
         database.configure(None)
+
+
+def test_log_channel(memory_transports: tuple, caplog: Any) -> None:
+    import logging
+
+    class Logged(Hello):
+        channels = ["log"]
+
+        def to_log(self, notifiable: Any) -> str:
+            return f"hello #{notifiable.id}"
+
+    with caplog.at_level(logging.INFO, logger="notifications.log"):
+        User(3).notify_now(Logged())
+    assert "Logged to User: hello #3" in caplog.text
+    assert resolve_channel("log").lines == ["Logged to User: hello #3"]
+
+
+def test_notification_failed_event(memory_transports: tuple) -> None:
+    from notifications import NotificationFailed
+
+    register_channel("sms", Recorder(fail=True))
+    failures: list[tuple[str, str]] = []
+    eventbus.listen(NotificationFailed, lambda e: failures.append((e.channel, str(e.exception))))
+    with pytest.raises(NotificationFailedError):
+        User(1).notify_now(Hello(), channels=["sms"])
+    assert failures == [("sms", "channel down")]
+
+
+def test_queued_notifications_can_wait_for_the_commit() -> None:
+    class AfterCommit(Hello):
+        queued = True
+        after_commit = True
+        channels = ["mail"]
+
+    with fake_queue() as queue:
+        with eventbus.after_commit():
+            User(1).notify(AfterCommit())
+            queue.assert_nothing_pushed()
+        queue.assert_pushed(SendQueuedNotifications, times=1)

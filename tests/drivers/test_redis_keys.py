@@ -1,0 +1,56 @@
+"""Redis specifics: hash-tagged keys, the server clock, the migration batch."""
+
+from __future__ import annotations
+
+import json
+
+import redis
+
+import eventbus
+from eventbus.payload import Payload
+from helpers import REDIS_URL
+
+
+def payload(n: int) -> Payload:
+    return Payload(display_name="T", command_name="t.J", command={"n": n})
+
+
+def test_every_key_of_a_queue_shares_its_hash_tag(redis_client: redis.Redis) -> None:
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    q = eventbus.connection()
+    q.push(payload(1), "emails")
+    q.push(payload(3), "emails")
+    q.later(60, payload(2), "emails")
+    q.pop("emails")
+    keys = sorted(k.decode() for k in redis_client.keys("queues:*"))
+    assert keys == ["queues:{emails}", "queues:{emails}:attempts", "queues:{emails}:bodies",
+                    "queues:{emails}:delayed", "queues:{emails}:notify", "queues:{emails}:reserved",
+                    "queues:{emails}:tokens"]
+    from redis.crc import key_slot
+
+    assert len({key_slot(k.encode()) for k in keys}) == 1  # one cluster slot for the whole queue
+
+
+def test_scores_come_from_the_server_clock(redis_client: redis.Redis) -> None:
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    q = eventbus.connection()
+    seconds, micros = redis_client.time()
+    q.later(100, payload(1))
+    [(_, score)] = redis_client.zrange("queues:{default}:delayed", 0, -1, withscores=True)
+    assert abs(score - (seconds + micros / 1e6 + 100)) < 1.0
+
+
+def test_one_pop_migrates_at_most_a_batch_of_due_jobs(redis_client: redis.Redis) -> None:
+    eventbus.configure(default="redis", connections={"redis": {
+        "driver": "redis", "url": REDIS_URL, "migration_batch_size": 2}})
+    q = eventbus.connection()
+    for n in range(5):
+        q.later(0.01, payload(n))
+    import time
+
+    time.sleep(0.05)
+    job = q.pop()
+    assert job is not None and json.loads(job.raw)["data"]["command"]["n"] == 0
+    assert redis_client.zcard("queues:{default}:delayed") == 3  # only two moved by that pop
+    assert redis_client.llen("queues:{default}") == 1
+    assert len([q.pop() for _ in range(4)]) == 4 and q.pop() is None

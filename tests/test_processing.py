@@ -1,0 +1,128 @@
+"""The worker's rules in-process on Redis: queue events, self.fail/self.delete, sync and null."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import redis
+
+import eventbus
+from apps import jobs
+from eventbus import (
+    JobExceptionOccurred,
+    JobFailed,
+    JobProcessed,
+    JobProcessing,
+    JobQueued,
+    JobReleasedAfterException,
+    Looping,
+    WorkerStopping,
+)
+from eventbus.worker import Worker, WorkerOptions
+from helpers import traces
+
+QUEUE_EVENTS = (JobQueued, JobProcessing, JobProcessed, JobExceptionOccurred, JobReleasedAfterException,
+                JobFailed, Looping, WorkerStopping)
+
+
+def drain(**options: object) -> int:
+    return Worker(options=WorkerOptions(stop_when_empty=True, sleep_s=0, **options)).run()  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def seen() -> list[str]:
+    names: list[str] = []
+    for cls in QUEUE_EVENTS:
+        eventbus.listen(cls, lambda e: names.append(type(e).__name__))
+    return names
+
+
+def test_queue_events_go_through_the_bus_in_order(use_redis: redis.Redis, seen: list[str]) -> None:
+    jobs.Record(1).dispatch()
+    assert seen == ["JobQueued"]
+    seen.clear()
+    assert drain() == 0
+    assert seen == ["Looping", "JobProcessing", "JobProcessed", "Looping", "WorkerStopping"]
+
+
+def test_failure_events_in_order(use_redis: redis.Redis, seen: list[str]) -> None:
+    failed: list[JobFailed] = []
+    eventbus.listen(JobFailed, failed.append)
+    jobs.ExplodingFailedHook().dispatch()
+    seen.clear()
+    assert drain(tries=2) == 0
+    assert [s for s in seen if s != "Looping"] == [
+        "JobProcessing", "JobExceptionOccurred", "JobReleasedAfterException",
+        "JobProcessing", "JobFailed", "JobExceptionOccurred", "WorkerStopping"]  # Laravel's order
+    assert str(failed[0].exception) == "first" and failed[0].job.attempts == 2
+
+
+def test_self_fail_ends_retries_at_once(use_redis: redis.Redis) -> None:
+    jobs.SelfFailing().dispatch()
+    assert drain() == 0
+    assert traces(use_redis, "attempt") == ["1"]
+    assert traces(use_redis, "failed") == ["ManuallyFailedError:the upstream said no"]
+    assert len(eventbus.failed.store().all()) == 1  # type: ignore[attr-defined]
+
+
+def test_self_delete_is_not_undone_by_a_later_exception(use_redis: redis.Redis) -> None:
+    jobs.SelfDeleting().dispatch()
+    assert drain() == 0
+    assert traces(use_redis, "attempt") == ["1"]
+    assert eventbus.connection().size() == 0 and eventbus.failed.store().all() == []  # type: ignore[attr-defined]
+
+
+def test_worker_restores_signal_handlers(use_redis: redis.Redis) -> None:
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    drain()
+    assert signal.getsignal(signal.SIGTERM) is before
+
+
+def test_null_connection_drops_everything() -> None:
+    ran: list[int] = []
+
+    class Never(eventbus.Job):
+        def handle(self) -> None:
+            ran.append(1)
+
+    Never().dispatch(connection="null")
+    q = eventbus.connection("null")
+    assert ran == [] and q.size() == 0 and q.pop() is None
+
+
+def test_sync_connection_runs_now_and_calls_failed_once() -> None:
+    calls: list[str] = []
+
+    @dataclasses.dataclass
+    class Inline(eventbus.Job):
+        fail_it: bool
+        tries = 5
+
+        def handle(self) -> None:
+            calls.append(f"handle:{self.attempts}")
+            if self.fail_it:
+                raise ValueError("inline failure")
+
+        def failed(self, exc: BaseException) -> None:
+            calls.append(f"failed:{exc}")
+
+    Inline(False).dispatch(connection="sync")
+    assert calls == ["handle:1"]
+    with pytest.raises(ValueError, match="inline failure"):
+        eventbus.dispatch_sync(Inline(True))
+    assert calls == ["handle:1", "handle:1", "failed:inline failure"]
+
+
+def test_dispatch_with_aware_datetime_and_refuses_naive() -> None:
+    import datetime as dt
+
+    from eventbus.queue.base import delay_seconds
+
+    soon = dt.datetime.now(dt.timezone.utc) + dt.timedelta(seconds=30)
+    assert 29 < delay_seconds(soon) <= 30
+    assert delay_seconds(dt.timedelta(milliseconds=1500)) == 1.5
+    with pytest.raises(ValueError, match="timezone-aware"):
+        delay_seconds(dt.datetime.now())
