@@ -114,8 +114,8 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--quiet", "-q", is_flag=True, help="No line per job.")
 @app_option
 @click.pass_context
-def work(ctx: click.Context, connection_name: str | None, queues: str, processes: int, quiet: bool,
-         **opts: Any) -> None:
+def work(ctx: click.Context, /, connection_name: str | None, queues: str, processes: int,
+         quiet: bool, **opts: Any) -> None:
     """Run queued jobs.
 
     \b

@@ -59,7 +59,7 @@ class SerializationError(EventBusError):
     """A value cannot be encoded as tagged JSON. ``path`` names the field, e.g. ``order.items[2]``."""
 
     def __init__(self, message: str, *, path: str = "", **context: str | None) -> None:
-        super().__init__(message, **context)  # type: ignore[arg-type]
+        super().__init__(message, **context)
         self.path = path
 
 

@@ -23,6 +23,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from types import FrameType
+from typing import Any
 
 from eventbus.connections import connection as get_connection
 from eventbus.dispatcher import emit
@@ -301,7 +302,7 @@ class Worker:
         os._exit(EXIT_ERROR)
 
     # -- signals ------------------------------------------------------------------------------
-    def _install_signals(self) -> dict[int, object]:
+    def _install_signals(self) -> dict[int, Any]:
         """Take over the worker's signals; return the previous handlers to restore after run()."""
         if threading.current_thread() is not threading.main_thread():
             return {}

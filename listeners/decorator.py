@@ -107,7 +107,9 @@ class ListenerWrapper:
         job = CallQueuedListener(self.name, "handle" if self.is_class else "", args,
                                  display_name=self.name, options=opts)
         dest = Destination.of(job, queue=opts["queue"], delay=opts["delay"], connection=opts["connection"])
-        push = lambda: push_command(job, dest, display_name=self.name)  # noqa: E731
+        def push() -> None:
+            push_command(job, dest, display_name=self.name)
+
         if opts["after_commit"]:
             defer_if_in_transaction(push)
         else:
@@ -144,9 +146,10 @@ def _is_event_key(obj: Any) -> bool:
 
 def _register(target: L, events: tuple[EventKey, ...], options: ListenerOptions, on: EventBus) -> L:
     is_class = isinstance(target, type)
-    if is_class and not callable(getattr(target, "handle", None)):
-        raise TypeError(f"listener class {target.__qualname__} needs a handle(event) method")
-    keys = list(events) or events_from_annotation(target.handle if is_class else target, is_class)  # type: ignore[attr-defined]
+    handle: Any = getattr(target, "handle", None) if is_class else target
+    if not callable(handle):
+        raise TypeError(f"listener class {registry.dotted_name(target)} needs a handle(event) method")
+    keys = list(events) or events_from_annotation(handle, is_class)
     registry.register(target)
     regs: list[Registration] = []
     for key in keys:

@@ -115,7 +115,9 @@ class NotificationSender:
                 dest = Destination.of(job, queue=queues.get(name) or notification.queue,
                                       delay=delays.get(name, notification.delay),
                                       connection=notification.connection)
-                push = lambda j=job, d=dest: uuids.append(push_command(j, d))  # noqa: E731
+                def push(j: SendQueuedNotifications = job, d: Destination = dest) -> None:
+                    uuids.append(push_command(j, d))
+
                 if getattr(notification, "after_commit", False):
                     defer_if_in_transaction(push)
                 else:

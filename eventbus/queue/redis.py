@@ -41,7 +41,8 @@ def _script(name: str) -> str:
     return resources.files("eventbus.queue").joinpath(f"lua/{name}.lua").read_text()
 
 
-def client_for(url: str, *, socket_timeout: float | None = 10.0, name: str = "eventbus") -> redis.Redis:
+def client_for(url: str, *, socket_timeout: float | None = 10.0,
+               name: str = "eventbus") -> redis.Redis:  # type: ignore[type-arg]
     """A client that never retries on its own (a blind retry of a script is not safe).
 
     Its connections carry ``name`` (``CLIENT LIST`` shows which belong to eventbus).
@@ -156,8 +157,8 @@ class RedisQueue(Queue):
         """Block on the queues' notify lists until a push, the next due delayed job, or timeout."""
         timeout = min(timeout, self.block_for) if self.block_for > 0 else timeout
         for name in queues:
-            due = float(self._call("wait", lambda n=name: self._scripts["next_due"](
-                keys=[self.key(n, "delayed")])))
+            keys = [self.key(name, "delayed")]
+            due = float(self._call("wait", lambda: self._scripts["next_due"](keys=keys)))
             if due >= 0:
                 timeout = min(timeout, due)
         if timeout <= 0:
