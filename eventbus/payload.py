@@ -129,6 +129,16 @@ def uuid_of(raw: str) -> str | None:
     return value if isinstance(value, str) and value else None
 
 
+def attempts_of(raw: str) -> int:
+    """The attempt count a raw payload was pushed with (0 when it has none, or is not JSON)."""
+    try:
+        doc = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return 0
+    value = doc.get("attempts", 0) if isinstance(doc, dict) else 0
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
 def with_attempts(raw: str, attempts: int) -> str:
     """The same payload with ``attempts`` replaced (for retry); other bytes are re-encoded."""
     doc = json.loads(raw)

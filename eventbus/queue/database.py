@@ -13,7 +13,6 @@ wake at once instead of after ``--sleep``.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 import uuid
@@ -23,7 +22,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-from eventbus.payload import Payload
+from eventbus.payload import Payload, attempts_of
 from eventbus.queue.base import Queue, QueueJob, id_for
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates, worker_engine_for
@@ -61,14 +60,6 @@ def signals_table(metadata: sa.MetaData) -> sa.Table:
                     sa.Column("name", sa.String(64), primary_key=True),
                     sa.Column("value", sa.Double, nullable=False))
 
-
-def _attempts_in(raw: str) -> int:
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return 0
-    value = doc.get("attempts", 0) if isinstance(doc, dict) else 0
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
 
 
 class DatabaseQueue(Queue):
@@ -112,7 +103,7 @@ class DatabaseQueue(Queue):
             "uuid": payload.uuid if payload is not None else id_for(raw),
             "queue": self.queue_name(queue),
             "payload": raw,
-            "attempts": payload.attempts if payload is not None else _attempts_in(raw),
+            "attempts": payload.attempts if payload is not None else attempts_of(raw),
             "exceptions": 0,
             "token": None,
             "reserved_at": None,

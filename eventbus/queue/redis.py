@@ -29,7 +29,7 @@ from redis.retry import Retry
 
 from eventbus.config import redact_url
 from eventbus.errors import ConnectionUnavailableError
-from eventbus.payload import Payload
+from eventbus.payload import Payload, attempts_of
 from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
 
 T = TypeVar("T")
@@ -109,7 +109,7 @@ class RedisQueue(Queue):
         keys[0] = self.key(queue)
         if payload is not None:  # known already: spare parsing the text again
             return keys, [payload.uuid, raw, payload.attempts, f"{delay:.6f}"]
-        return keys, [id_for(raw), raw, _attempts_in(raw), f"{delay:.6f}"]
+        return keys, [id_for(raw), raw, attempts_of(raw), f"{delay:.6f}"]
 
     def push(self, payload: Payload, queue: str | None = None) -> str:
         return self._push(payload.to_json(), queue, 0.0, payload)
@@ -236,15 +236,3 @@ class RedisQueue(Queue):
             self._call("signal", lambda: self.redis.hdel(SIGNAL_KEY, name))
         else:
             self._call("signal", lambda: self.redis.hset(SIGNAL_KEY, name, repr(value)))
-
-
-def _attempts_in(raw: str) -> int:
-    """The attempt count a payload was pushed with (retry resets it to 0)."""
-    import json
-
-    try:
-        doc = json.loads(raw)
-    except ValueError:
-        return 0
-    value = doc.get("attempts", 0) if isinstance(doc, dict) else 0
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -1,20 +1,22 @@
 """The sync driver: a push runs the job at once in the caller (Laravel's SyncQueue).
 
 Exceptions propagate to the caller after the job's ``failed()`` hook ran and ``JobFailed`` was
-emitted; nothing is retried and nothing is stored.
+emitted; nothing is retried and nothing is stored (it keeps nothing, like the null driver).
 """
 
 from __future__ import annotations
 
 import collections
+from typing import Any
 
-from eventbus.queue.base import Queue, QueueJob, id_for
+from eventbus.queue.base import QueueJob, id_for
+from eventbus.queue.null import NullQueue
 
 
-class SyncQueue(Queue):
+class SyncQueue(NullQueue):
     driver = "sync"
 
-    def __init__(self, connection_name: str, config: dict) -> None:  # type: ignore[type-arg]
+    def __init__(self, connection_name: str, config: dict[str, Any]) -> None:
         super().__init__(connection_name, config)
         self._exceptions: collections.Counter[str] = collections.Counter()
 
@@ -25,24 +27,6 @@ class SyncQueue(Queue):
                        raw=payload, attempts=1)
         run_sync_job(job)
         return job.job_id
-
-    def pop(self, queue: str | None = None) -> QueueJob | None:
-        return None
-
-    def delete_reserved(self, job: QueueJob) -> bool:
-        return True
-
-    def release_reserved(self, job: QueueJob, delay: float) -> bool:
-        return True
-
-    def size(self, queue: str | None = None) -> int:
-        return 0
-
-    def clear(self, queue: str | None = None) -> int:
-        return 0
-
-    def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
-        return []
 
     def record_exception(self, uuid: str) -> int:
         self._exceptions[uuid] += 1
