@@ -70,6 +70,7 @@ class Job(InteractsWithQueue):
     retry_until: ClassVar[Any] = None
     fail_on_timeout: ClassVar[bool] = False
     delay: ClassVar[Delay | None] = None
+    delete_when_missing_models: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

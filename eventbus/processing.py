@@ -16,7 +16,12 @@ import time
 from eventbus import failed as failed_jobs
 from eventbus import handler as handlers
 from eventbus.dispatcher import emit
-from eventbus.errors import DeserializationError, JobTimeoutError, MaxAttemptsExceededError
+from eventbus.errors import (
+    DeserializationError,
+    JobTimeoutError,
+    MaxAttemptsExceededError,
+    ModelNotFoundError,
+)
 from eventbus.events import (
     JobExceptionOccurred,
     JobFailed,
@@ -61,9 +66,26 @@ def process(job: QueueJob, options: ProcessOptions) -> tuple[Outcome, BaseExcept
     except DeserializationError as exc:  # includes refused (unsafe) payloads: never retried
         fail_job(job, exc)
         return Outcome.FAIL, exc
+    except ModelNotFoundError as exc:  # retrying cannot bring the model back
+        if deletes_when_missing_models(job):
+            job.delete()
+            return Outcome.DONE, None
+        fail_job(job, exc)
+        return Outcome.FAIL, exc
     except Exception as exc:
         handle_job_exception(job, exc, options)
         return outcome_of(job), exc
+
+
+def deletes_when_missing_models(job: QueueJob) -> bool:
+    """The command class says ``delete_when_missing_models = True`` (Laravel's option)."""
+    from eventbus import registry
+
+    try:
+        cls = registry.resolve(job.payload().command_name)
+    except DeserializationError:
+        return False
+    return bool(getattr(cls, "delete_when_missing_models", False))
 
 
 def outcome_of(job: QueueJob) -> Outcome:

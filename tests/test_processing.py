@@ -126,3 +126,44 @@ def test_dispatch_with_aware_datetime_and_refuses_naive() -> None:
     assert delay_seconds(dt.timedelta(milliseconds=1500)) == 1.5
     with pytest.raises(ValueError, match="timezone-aware"):
         delay_seconds(dt.datetime.now())
+
+
+@dataclasses.dataclass
+class Account:
+    id: int
+
+
+ACCOUNTS: dict[int, Account] = {}
+eventbus.register_model(Account, key=lambda a: a.id, load=lambda cls, key: ACCOUNTS.get(key))
+
+
+class CloseAccount(eventbus.Job):
+    tries = 3
+
+    def __init__(self, account: Account) -> None:
+        self.account = account
+
+    def handle(self) -> None:
+        pass
+
+
+class CloseAccountQuietly(CloseAccount):
+    delete_when_missing_models = True
+
+
+def test_a_missing_model_fails_the_job_at_once(use_redis: redis.Redis) -> None:
+    ACCOUNTS[1] = Account(1)
+    uuid = CloseAccount(ACCOUNTS[1]).dispatch()
+    del ACCOUNTS[1]
+    assert drain() == 0
+    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    assert record.uuid == uuid and "ModelNotFoundError" in record.summary
+    assert eventbus.connection().size() == 0
+
+
+def test_delete_when_missing_models(use_redis: redis.Redis) -> None:
+    ACCOUNTS[2] = Account(2)
+    CloseAccountQuietly(ACCOUNTS[2]).dispatch()
+    del ACCOUNTS[2]
+    assert drain() == 0
+    assert eventbus.failed.store().all() == [] and eventbus.connection().size() == 0  # type: ignore[attr-defined]
