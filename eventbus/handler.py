@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from eventbus import _aio, registry, serializer
+from eventbus import _aio, encryption, registry, serializer
 from eventbus.config import settings
 from eventbus.errors import UnsafePayloadError
 from eventbus.payload import HANDLER_NAME, Payload, verify
@@ -41,7 +41,10 @@ class CallQueuedHandler:
     @staticmethod
     def resolve_command(data: dict[str, Any]) -> Any:
         cls = registry.resolve(str(data["commandName"]))
-        state = {k: serializer.decode(v) for k, v in dict(data["command"]).items()}
+        command = dict(data["command"])
+        if encryption.is_sealed(command):
+            command = encryption.unseal(command, settings().key)
+        state = {k: serializer.decode(v) for k, v in command.items()}
         return serializer.restore_object(cls, state)
 
 

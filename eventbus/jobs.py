@@ -71,6 +71,7 @@ class Job(InteractsWithQueue):
     fail_on_timeout: ClassVar[bool] = False
     delay: ClassVar[Delay | None] = None
     delete_when_missing_models: ClassVar[bool] = False
+    encrypted: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -137,6 +138,11 @@ def make_payload(command: Any, *, display_name: str | None = None,
     name = command_name(command)
     state = serializer.object_state(command)
     encoded = {k: serializer.encode(v, f"{type(command).__name__}.{k}") for k, v in state.items()}
+    key = settings().key
+    if getattr(command, "encrypted", False):
+        from eventbus.encryption import seal
+
+        encoded = seal(encoded, key)
     timeout = _option(command, "timeout")
     payload = Payload(
         display_name=display_name or getattr(command, "display_name", None) or name,
@@ -150,7 +156,6 @@ def make_payload(command: Any, *, display_name: str | None = None,
         fail_on_timeout=bool(_option(command, "fail_on_timeout", False)),
         chained=chained or list(getattr(command, "_chained", None) or []),
     )
-    key = settings().key
     return payload.signed(key) if key else payload
 
 

@@ -167,3 +167,41 @@ def test_delete_when_missing_models(use_redis: redis.Redis) -> None:
     del ACCOUNTS[2]
     assert drain() == 0
     assert eventbus.failed.store().all() == [] and eventbus.connection().size() == 0  # type: ignore[attr-defined]
+
+
+class Secret(eventbus.Job):
+    encrypted = True
+
+    def __init__(self, card: str) -> None:
+        self.card = card
+
+    def handle(self) -> None:
+        SECRETS.append(self.card)
+
+
+SECRETS: list[str] = []
+
+
+def test_encrypted_jobs_never_show_their_state(use_redis: redis.Redis) -> None:
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}},
+                       default="redis", key="k" * 32)
+    Secret("4111 1111 1111 1111").dispatch()
+    [raw] = eventbus.connection().peek()
+    assert "4111" not in raw and "__encrypted__" in raw
+    assert drain() == 0 and SECRETS == ["4111 1111 1111 1111"]
+
+
+def test_encrypted_job_with_the_wrong_key_fails_with_a_reason(use_redis: redis.Redis) -> None:
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}},
+                       default="redis", key="right")
+    Secret("x").dispatch()
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}},
+                       default="redis", key="wrong")
+    assert drain() == 0
+    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    assert "signature does not match" in record.summary or "cannot decrypt" in record.summary
+
+
+def test_encrypted_jobs_need_a_key() -> None:
+    with pytest.raises(eventbus.ConfigurationError, match="encrypted jobs need a key"):
+        Secret("x").dispatch(connection="null")
