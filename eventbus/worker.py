@@ -52,6 +52,7 @@ EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_MEMORY = 12
 SIGNAL_CHECK_INTERVAL_S = 1.0
+MEMORY_CHECK_INTERVAL_S = 0.25
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -103,6 +104,7 @@ class Worker:
         self._deadline: float | None = None
         self._waiting = False
         self._signals_checked_at = 0.0
+        self._memory_checked_at = 0.0
         self._signals_cache: dict[str, float] | None = None
         self._lock = threading.Lock()
         self.check_options()
@@ -165,7 +167,7 @@ class Worker:
         o = self.options
         if self.should_quit or o.once and self.jobs_processed > 0:
             return EXIT_OK
-        if o.memory_mb > 0 and memory_mb() >= o.memory_mb:
+        if o.memory_mb > 0 and self._memory_exceeded():
             log.warning("memory limit of %sMB reached; stopping", o.memory_mb)
             return EXIT_MEMORY
         if o.max_jobs and self.jobs_processed >= o.max_jobs:
@@ -175,6 +177,14 @@ class Worker:
         if self._signals().get("restart") != restart_at:
             return EXIT_OK
         return None
+
+    def _memory_exceeded(self) -> bool:
+        """Resident memory over --memory; read at most every 0.25s (it costs a file read)."""
+        now = time.monotonic()
+        if now - self._memory_checked_at < MEMORY_CHECK_INTERVAL_S:
+            return False
+        self._memory_checked_at = now
+        return memory_mb() >= self.options.memory_mb
 
     def _signals(self) -> dict[str, float]:
         """``restart``/``down`` signals, asked of the server at most once a second (a round trip
