@@ -339,3 +339,10 @@ def test_down_and_up_maintenance_mode(use_redis: redis.Redis, start_worker: obje
             assert worker.wait() == 0
     finally:
         cli("up")
+
+
+def test_processes_with_stop_when_empty_exit_together(use_redis: redis.Redis, start_worker: object) -> None:
+    for n in range(50):
+        jobs.Record(n).dispatch()
+    code, _, _ = run_worker(start_worker, "--processes", "2", "--stop-when-empty", "--quiet")
+    assert code == 0 and sorted(map(int, traces(use_redis, "ran"))) == list(range(50))
