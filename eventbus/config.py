@@ -23,7 +23,7 @@ DEFAULT_SQLITE_URL = "sqlite:///eventbus.sqlite3"
 
 _CONNECTION_DEFAULTS: dict[str, dict[str, Any]] = {
     "redis": {"queue": "default", "retry_after": 90.0, "block_for": 5.0, "prefix": "queues:",
-              "migration_batch_size": 100},
+              "migration_batch_size": 100, "cluster": False},
     "database": {"queue": "default", "retry_after": 90.0, "table": "jobs"},
     "sync": {"queue": "default"},
     "null": {"queue": "default"},
@@ -137,6 +137,9 @@ def build_settings(
 
 def _failed_default(conn: Mapping[str, Any]) -> str:
     """Failed jobs live beside the default connection's data (Redis or the same database)."""
+    if conn["driver"] == "redis" and conn.get("cluster"):
+        url = str(conn["url"])
+        return f"{url}{'&' if '?' in url else '?'}cluster=1"
     if conn["driver"] in ("redis", "database"):
         return str(conn["url"])
     return DEFAULT_SQLITE_URL

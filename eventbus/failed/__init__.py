@@ -7,6 +7,7 @@ The store is chosen by URL: ``redis://...`` keeps records in Redis, a database U
 from __future__ import annotations
 
 import threading
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from eventbus.failed.base import FailedJob, FailedJobStore, MemoryFailedJobStore, describe_exception
 
@@ -29,7 +30,11 @@ def _build(url: str) -> FailedJobStore:
     if url.startswith(("redis://", "rediss://", "unix://")):
         from eventbus.failed.redis import RedisFailedJobStore
 
-        return RedisFailedJobStore(url)
+        parts = urlsplit(url)
+        query = parse_qsl(parts.query)
+        cluster = any(k == "cluster" and v.lower() in ("1", "true", "yes") for k, v in query)
+        rest = urlencode([(k, v) for k, v in query if k != "cluster"])
+        return RedisFailedJobStore(urlunsplit(parts._replace(query=rest)), cluster=cluster)
     from eventbus.failed.database import DatabaseFailedJobStore
 
     return DatabaseFailedJobStore(url)

@@ -25,6 +25,8 @@ from typing import Any, TypeVar
 
 import redis
 from redis.backoff import NoBackoff
+from redis.cluster import RedisCluster
+from redis.exceptions import ClusterDownError
 from redis.retry import Retry
 
 from eventbus.config import redact_url
@@ -33,7 +35,8 @@ from eventbus.payload import Payload, attempts_of
 from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
 
 T = TypeVar("T")
-LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError)
+LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError)
+BULK_CHUNK = 500
 SIGNAL_KEY = "eventbus:signals"
 
 
@@ -41,20 +44,23 @@ def _script(name: str) -> str:
     return resources.files("eventbus.queue").joinpath(f"lua/{name}.lua").read_text()
 
 
-def client_for(url: str, *, socket_timeout: float | None = 10.0,
-               name: str = "eventbus") -> redis.Redis:  # type: ignore[type-arg]
+def client_for(url: str, *, socket_timeout: float | None = 10.0, name: str = "eventbus",
+               cluster: bool = False) -> Any:
     """A client that never retries on its own (a blind retry of a script is not safe).
 
-    Its connections carry ``name`` (``CLIENT LIST`` shows which belong to eventbus).
+    Its connections carry ``name`` (``CLIENT LIST`` shows which belong to eventbus). With
+    ``cluster`` it is a :class:`redis.cluster.RedisCluster`: every script touches the keys of one
+    queue only, and they share a hash slot.
     """
-    return redis.Redis.from_url(
-        url,
-        client_name=name,
-        retry=Retry(NoBackoff(), 0),
-        socket_timeout=socket_timeout,
-        socket_connect_timeout=5.0,
-        health_check_interval=30,
-    )
+    options: dict[str, Any] = {"client_name": name, "retry": Retry(NoBackoff(), 0),
+                               "socket_timeout": socket_timeout, "socket_connect_timeout": 5.0}
+    if cluster:
+        return RedisCluster.from_url(url, **options)
+    return redis.Redis.from_url(url, health_check_interval=30, **options)
+
+
+def load_script(client: Any, name: str) -> Any:
+    return client.register_script(_script(name))
 
 
 class RedisQueue(Queue):
@@ -66,11 +72,13 @@ class RedisQueue(Queue):
         self.prefix: str = config.get("prefix", "queues:")
         self.block_for: float = float(config.get("block_for", 5.0) or 0.0)
         self.batch: int = int(config.get("migration_batch_size", 100))
+        self.cluster = bool(config.get("cluster", False))
         self.redis = client_for(self.url, socket_timeout=self.block_for + 10.0,
-                                name=f"eventbus:{connection_name}")
+                                name=f"eventbus:{connection_name}", cluster=self.cluster)
         self._scripts = {
-            name: self.redis.register_script(_script(name))
-            for name in ("push", "pop", "delete", "release", "clear", "peek", "next_due")
+            name: load_script(self.redis, name)
+            for name in ("push", "push_many", "pop", "delete", "release", "clear", "peek", "next_due",
+                         "count_exception")
         }
 
     # -- keys ---------------------------------------------------------------------------------
@@ -123,17 +131,18 @@ class RedisQueue(Queue):
         return str(args[0])
 
     def bulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
-        """Push many jobs in one round trip (a pipeline of idempotent pushes)."""
-        calls = [self._push_args(p.to_json(), queue, 0.0, p) for p in payloads]
+        """Push many jobs with one script call per 500 (idempotent, so safe to retry)."""
+        keys = [self.key(queue), self.key(queue, "notify"), self.key(queue, "bodies"),
+                self.key(queue, "attempts")]
+        items = [(p.uuid, p.to_json(), p.attempts) for p in payloads]
+        for start in range(0, len(items), BULK_CHUNK):
+            args = [value for item in items[start:start + BULK_CHUNK] for value in item]
 
-        def run() -> None:
-            pipe = self.redis.pipeline(transaction=False)
-            for keys, args in calls:
-                self._scripts["push"](keys=keys, args=args, client=pipe)
-            pipe.execute()
+            def push_chunk(chunk: list[Any] = args) -> Any:
+                return self._scripts["push_many"](keys=keys, args=chunk)
 
-        self._idempotent("bulk push", run)
-        return [str(args[0]) for _, args in calls]
+            self._idempotent("bulk push", push_chunk)
+        return [uuid for uuid, _, _ in items]
 
     def later(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
         return self._push(payload.to_json(), queue, delay_seconds(delay), payload)
@@ -166,7 +175,9 @@ class RedisQueue(Queue):
         if self.block_for <= 0:
             time.sleep(timeout)
             return
-        keys = [self.key(n, "notify") for n in queues]
+        # On a cluster one BLPOP cannot span slots: block on the first queue (the others are
+        # checked every turn of the loop, at the latest after block_for).
+        keys = [self.key(n, "notify") for n in (queues[:1] if self.cluster else queues)]
         token = self._call("wait", lambda: self.redis.blpop(keys, timeout=max(timeout, 0.01)))
         if token:  # give the wake-up back: the pop script consumes one per job it takes
             self._call("wait", lambda: self.redis.lpush(token[0], 1))
@@ -209,14 +220,7 @@ class RedisQueue(Queue):
     # -- worker support -----------------------------------------------------------------------
     def record_exception(self, uuid: str) -> int:
         key = f"{self.prefix}job-exceptions:{uuid}"
-
-        def run() -> int:
-            pipe = self.redis.pipeline(transaction=True)
-            pipe.incr(key)
-            pipe.expire(key, 86400)
-            return int(pipe.execute()[0])
-
-        return self._call("record exception", run)
+        return int(self._call("record exception", lambda: self._scripts["count_exception"](keys=[key])))
 
     def forget_exceptions(self, uuid: str) -> None:
         self._call("forget exceptions", lambda: self.redis.delete(f"{self.prefix}job-exceptions:{uuid}"))

@@ -15,7 +15,10 @@ import eventbus
 
 TRACE = redis.Redis.from_url(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
 
-if os.environ.get("TEST_DB_URL"):
+if os.environ.get("TEST_CLUSTER_URL"):
+    eventbus.configure(default="cluster", connections={"cluster": {
+        "driver": "redis", "url": os.environ["TEST_CLUSTER_URL"], "cluster": True, "block_for": 1}})
+elif os.environ.get("TEST_DB_URL"):
     eventbus.configure(connections={"database": {"driver": "database", "url": os.environ["TEST_DB_URL"],
                                                  "retry_after": float(os.environ.get("TEST_RETRY_AFTER", "90"))}})
 elif os.environ.get("TEST_RETRY_AFTER"):
