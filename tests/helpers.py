@@ -90,3 +90,18 @@ def wait_for(predicate: object, timeout: float = 15.0, interval: float = 0.05) -
 
 def traces(client: redis.Redis, kind: str) -> list[str]:
     return [v.decode() for v in client.lrange(f"trace:{kind}", 0, -1)]
+
+
+def wait_until_catching(pid: int, *signums: int, timeout: float = 20.0) -> None:
+    """Wait until the process has handlers for ``signums`` (SigCgt in /proc/PID/status)."""
+    import pathlib
+
+    def catching() -> bool:
+        try:
+            status = pathlib.Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            return False
+        mask = int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigCgt:")), 16)
+        return all(mask & (1 << (s - 1)) for s in signums)
+
+    wait_for(catching, timeout=timeout)

@@ -40,7 +40,7 @@ def test_worker_rides_out_redis_dropping_its_connections(use_redis: redis.Redis,
     admin = redis.Redis.from_url("redis://127.0.0.1:6379/15")
     for n in range(30):
         jobs.Counted(n).dispatch()
-        jobs.Record(n, sleep=0.05).dispatch()
+        jobs.Record(n, sleep=0.1).dispatch()
     w = start_worker("--sleep", "0.1", "--quiet")
     stop = threading.Event()
     killer = threading.Thread(target=_kill_clients_repeatedly, args=(

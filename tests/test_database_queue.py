@@ -11,7 +11,7 @@ import sqlalchemy as sa
 
 import eventbus
 from apps import jobs
-from helpers import MYSQL_URL, PG_URL, database_reason, run_worker, traces, wait_for
+from helpers import MYSQL_URL, PG_URL, database_reason, run_worker, traces, wait_for, wait_until_catching
 from eventbus.errors import ConnectionUnavailableError, MissingDependencyError
 
 pytestmark = pytest.mark.integration
@@ -108,7 +108,8 @@ def test_postgres_listen_notify_wakes_idle_workers(redis_client: redis.Redis, st
     eventbus.configure(default="database", connections={"database": {"driver": "database", "url": PG_URL}})
     eventbus.connection().clear()
     w = start_worker("--sleep", "20", env=db_env(PG_URL))
-    time.sleep(2.0)  # the worker is idle, waiting up to 20s
+    wait_until_catching(w.proc.pid, signal.SIGTERM)
+    time.sleep(1.0)  # the worker is idle, waiting up to 20s
     pushed = time.time()
     jobs.Record(1).dispatch()
     wait_for(lambda: traces(redis_client, "started"), timeout=10)
@@ -167,7 +168,8 @@ def test_sqlite_idle_worker_wakes_on_commit(tmp_path: object, redis_client: redi
     eventbus.configure(default="database", connections={"database": {"driver": "database", "url": url}})
     eventbus.connection().ping()
     w = start_worker("--sleep", "20", env=db_env(url))
-    time.sleep(2.0)  # idle, waiting up to 20s
+    wait_until_catching(w.proc.pid, signal.SIGTERM)
+    time.sleep(1.0)  # idle, waiting up to 20s
     pushed = time.time()
     jobs.Record(1).dispatch()
     wait_for(lambda: traces(redis_client, "started"), timeout=10)

@@ -11,7 +11,7 @@ import redis
 
 import eventbus
 from apps import jobs
-from helpers import REDIS_URL, run_worker, traces, wait_for
+from helpers import REDIS_URL, run_worker, traces, wait_for, wait_until_catching
 
 pytestmark = pytest.mark.integration
 
@@ -139,7 +139,8 @@ def test_sigterm_lets_the_current_job_finish(use_redis: redis.Redis, start_worke
 
 def test_sigterm_while_idle_exits_promptly(use_redis: redis.Redis, start_worker: object) -> None:
     w = start_worker("--sleep", "30")
-    time.sleep(1.0)
+    wait_until_catching(w.proc.pid, signal.SIGINT, signal.SIGTERM)
+    time.sleep(0.3)  # now idle in its wait
     started = time.monotonic()
     w.signal(signal.SIGINT)
     assert w.wait() == 0 and time.monotonic() - started < 3
@@ -171,7 +172,7 @@ def test_two_workers_never_run_the_same_job(use_redis: redis.Redis, start_worker
 
 def test_pause_and_resume(use_redis: redis.Redis, start_worker: object) -> None:
     w = start_worker("--sleep", "0.1")
-    time.sleep(0.8)
+    wait_until_catching(w.proc.pid, signal.SIGUSR2, signal.SIGCONT)
     w.signal(signal.SIGUSR2)
     time.sleep(0.3)
     jobs.Record(1).dispatch()
@@ -188,7 +189,7 @@ def test_restart_command_stops_workers_after_their_job(use_redis: redis.Redis, s
     import sys
 
     w = start_worker("--sleep", "0.1")
-    time.sleep(0.8)
+    wait_until_catching(w.proc.pid, signal.SIGTERM)
     subprocess.run([sys.executable, "-m", "eventbus", "restart", "--app", "apps.jobs"], env=worker_env, check=True,
                    capture_output=True)
     assert w.wait(10) == 0
@@ -290,6 +291,7 @@ def test_processes_supervises_and_forwards_sigterm(use_redis: redis.Redis, start
 
     w = start_worker("--processes", "2", "--sleep", "0.1")
     wait_for(lambda: len(_children(w.proc.pid)) == 2, timeout=15)
+    wait_until_catching(w.proc.pid, signal.SIGTERM)
     first = _children(w.proc.pid)
     os.kill(first[0], signal.SIGKILL)  # a crashed child is replaced
     wait_for(lambda: len(_children(w.proc.pid)) == 2 and first[0] not in _children(w.proc.pid), timeout=15)
