@@ -146,7 +146,7 @@ class Worker:
         status: int | None = None
         while status is None:
             if self.paused or self._down():
-                self._sleep(self.options.sleep_s)
+                self._sleep(self.options.sleep_s or 1.0)  # --sleep 0 must not spin while paused
             else:
                 emit(Looping(self.queue.connection_name, self.queues))
                 job = self._next_job()

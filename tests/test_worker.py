@@ -348,3 +348,24 @@ def test_processes_with_stop_when_empty_exit_together(use_redis: redis.Redis, st
         jobs.Record(n).dispatch()
     code, _, _ = run_worker(start_worker, "--processes", "2", "--stop-when-empty", "--quiet")
     assert code == 0 and sorted(map(int, traces(use_redis, "ran"))) == list(range(50))
+
+
+def test_a_paused_worker_with_sleep_0_does_not_spin(use_redis: redis.Redis, start_worker: object) -> None:
+    import os
+
+    w = start_worker("--sleep", "0")
+    wait_until_catching(w.proc.pid, signal.SIGUSR2)
+    w.signal(signal.SIGUSR2)
+    time.sleep(0.3)
+
+    def cpu_seconds() -> float:
+        import pathlib
+
+        fields = pathlib.Path(f"/proc/{w.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    before = cpu_seconds()
+    time.sleep(2.0)
+    assert cpu_seconds() - before < 0.5  # a spinning loop would burn ~2s
+    w.signal(signal.SIGTERM)
+    assert w.wait() == 0
