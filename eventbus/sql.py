@@ -45,12 +45,13 @@ def worker_engine_for(url: str) -> Engine:
     worker retries). On PostgreSQL its sessions commit without waiting for the WAL flush: only
     these statements run on it, and a lost one merely brings a job back (at-least-once).
     """
+    if sa.make_url(url).get_backend_name() == "sqlite":
+        return engine_for(url)  # one local file: the same engine, with its BEGIN IMMEDIATE
     key = "worker:" + url
     with _lock:
         engine = _engines.get(key)
         if engine is None:
-            base = _build(url) if sa.make_url(url).get_backend_name() == "sqlite" else None
-            engine = _engines[key] = base or _build(url, autocommit=True)
+            engine = _engines[key] = _build(url, autocommit=True)
         return engine
 
 

@@ -247,6 +247,8 @@ class DatabaseQueue(Queue):
         """Poll ``PRAGMA data_version`` (a local file read) until another connection commits.
 
         An idle SQLite worker so starts a new job within ~50ms instead of after ``--sleep``.
+        Returns True once it has waited (for a commit or the whole ``timeout``), False when the
+        database is not a file it can watch, so the caller sleeps instead.
         """
         path = self.engine.url.database
         if not path or path == ":memory:":
