@@ -23,7 +23,7 @@ import redis  # noqa: E402
 import eventbus  # noqa: E402
 from _common import REDIS_URL, percentiles, rate, start_workers, timed, worker_env  # noqa: E402
 from bench_app import RECORD, Latency, Noop  # noqa: E402
-from eventbus.jobs import make_payload  # noqa: E402
+from eventbus.dispatching import make_payload  # noqa: E402
 
 
 def configure(connection: str, url: str | None) -> str | None:

@@ -1,8 +1,7 @@
 """eventbus: events, queued listeners, jobs and notifications on a reliable job queue."""
 
-from eventbus.config import configure, settings
-from eventbus.connections import connection
-from eventbus.dispatcher import EventBus, aemit, bus, emit, emit_until, forget, listen, subscribe
+from eventbus.dispatching import chain, dispatch, dispatch_sync
+from eventbus.event_bus import EventBus, aemit, bus, emit, emit_until, forget, listen, subscribe
 from eventbus.errors import (
     ConfigurationError,
     ConnectionUnavailableError,
@@ -29,10 +28,12 @@ from eventbus.events import (
     WorkerStopping,
 )
 from eventbus.handler import CallQueuedHandler, register_handler
-from eventbus.jobs import Job, chain, dispatch, dispatch_sync
+from eventbus.jobs import Job
 from eventbus.payload import Payload
 from eventbus.queue.base import Queue, QueueJob
+from eventbus.queue.drivers import register_driver
 from eventbus.registry import serializable, trust
+from eventbus.runtime import configure, connection, failed_store, settings
 from eventbus.serializer import register_model
 from eventbus.transactions import after_commit
 from eventbus.worker import Worker, WorkerOptions
@@ -77,8 +78,10 @@ __all__ = [
     "dispatch_sync",
     "emit",
     "emit_until",
+    "failed_store",
     "forget",
     "listen",
+    "register_driver",
     "register_handler",
     "register_model",
     "serializable",

@@ -15,12 +15,16 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from importlib.metadata import entry_points
+
 import click
 
-from eventbus import registry
-from eventbus.config import settings
-from eventbus.connections import connection
+from eventbus import control, registry, runtime
 from eventbus.errors import ConfigurationError, EventBusError
+from eventbus.event_bus import bus
+from eventbus.runtime import connection
+from eventbus.supervisor import SUPERVISOR_PID_ENV, Supervisor
+from eventbus.worker import Worker, WorkerOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -125,12 +129,8 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
       eventbus work --stop-when-empty               drain the queue, then exit (tests, cron)
       eventbus work --processes 4                   four supervised worker processes
     """
-    from eventbus.worker import Worker, WorkerOptions
-
     _setup(ctx, quiet)
     if processes > 1:
-        from eventbus.supervisor import Supervisor
-
         argv = _child_argv(ctx)
         stops = opts["once"] or opts["stop_when_empty"]
         ctx.exit(Supervisor(argv, processes, restart=not stops).run())
@@ -140,8 +140,10 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
         timeout_s=opts["timeout"], memory_mb=opts["memory"], max_jobs=opts["max_jobs"],
         max_time_s=opts["max_time"], rest_s=opts["rest"], force=opts["force"], once=opts["once"],
         stop_when_empty=opts["stop_when_empty"],
-        timeout_grace_s=float(os.environ.get("EVENTBUS_TIMEOUT_GRACE", "5")))
-    worker = Worker(connection_name, options=options, output=None if quiet else click.echo)
+        timeout_grace_s=float(os.environ.get("EVENTBUS_TIMEOUT_GRACE", "5")),
+        supervisor_pid=int(os.environ.get(SUPERVISOR_PID_ENV) or 0))
+    worker = Worker.for_connection(connection_name, options=options,
+                                   output=None if quiet else click.echo)
     ctx.exit(worker.run())
 
 
@@ -165,9 +167,7 @@ def _child_argv(ctx: click.Context) -> list[str]:
 # -- failed jobs ------------------------------------------------------------------------------
 
 def _store() -> Any:
-    from eventbus import failed
-
-    return failed.store()
+    return runtime.failed_store()
 
 
 @main.command("failed")
@@ -195,22 +195,10 @@ def failed_cmd(ctx: click.Context) -> None:
 @click.pass_context
 def retry(ctx: click.Context, uuids: tuple[str, ...]) -> None:
     """Push failed jobs back onto their queues (attempts reset to 0)."""
-    from eventbus.payload import with_attempts
-
     _setup(ctx)
-    store = _store()
-    records = store.all() if uuids == ("all",) else [store.find(u) or u for u in uuids]
-    missing = [r for r in records if isinstance(r, str)]
-    for record in records:
-        if isinstance(record, str):
-            continue
-        try:
-            raw = with_attempts(record.payload, 0)
-        except ValueError:
-            raw = record.payload  # not JSON: pushed back as it was, to fail again visibly
-        connection(record.connection).push_raw(raw, record.queue)
-        store.forget(record.uuid)
-        click.echo(f"Pushed {record.uuid} ({record.display_name}) back onto {record.queue}.")
+    done, missing = control.retry(None if uuids == ("all",) else list(uuids))
+    for item in done:
+        click.echo(f"Pushed {item.uuid} ({item.display_name}) back onto {item.queue}.")
     if missing:
         raise EventBusError(f"no failed job with uuid {', '.join(missing)}")
 
@@ -222,8 +210,7 @@ def retry(ctx: click.Context, uuids: tuple[str, ...]) -> None:
 def forget(ctx: click.Context, uuid: str) -> None:
     """Delete one failed job record."""
     _setup(ctx)
-    if not _store().forget(uuid):
-        raise EventBusError(f"no failed job with uuid {uuid}")
+    control.forget(uuid)
     click.echo(f"Forgot failed job {uuid}.")
 
 
@@ -233,7 +220,7 @@ def forget(ctx: click.Context, uuid: str) -> None:
 def flush(ctx: click.Context) -> None:
     """Delete every failed job record."""
     _setup(ctx)
-    click.echo(f"Deleted {_store().flush()} failed jobs.")
+    click.echo(f"Deleted {control.flush()} failed jobs.")
 
 
 @main.command("prune-failed")
@@ -243,7 +230,7 @@ def flush(ctx: click.Context) -> None:
 def prune_failed(ctx: click.Context, hours: float) -> None:
     """Delete failed job records older than --hours."""
     _setup(ctx)
-    click.echo(f"Deleted {_store().flush(older_than_s=hours * 3600)} failed jobs.")
+    click.echo(f"Deleted {control.flush(older_than_s=hours * 3600)} failed jobs.")
 
 
 # -- queues -----------------------------------------------------------------------------------
@@ -294,19 +281,11 @@ def peek(ctx: click.Context, connection_name: str | None, queue: str | None, lim
         click.echo(raw)
 
 
-def _signal_workers(name: str, value: float | None) -> list[str]:
-    """Set a signal on every Redis and database connection that answers."""
-    told = []
-    for conn_name, conf in settings().connections.items():
-        if conf["driver"] in ("redis", "database"):
-            try:
-                connection(conn_name).set_signal(name, value)
-                told.append(conn_name)
-            except EventBusError as exc:
-                click.echo(f"eventbus: warning: {exc}", err=True)
-    if not told:
-        raise EventBusError("no connection could be reached to signal the workers")
-    return told
+def _told(result: tuple[list[str], list[str]]) -> str:
+    told, warnings = result
+    for warning in warnings:
+        click.echo(f"eventbus: warning: {warning}", err=True)
+    return ", ".join(told)
 
 
 @main.command()
@@ -315,8 +294,7 @@ def _signal_workers(name: str, value: float | None) -> list[str]:
 def restart(ctx: click.Context) -> None:
     """Make every worker exit after its current job (their supervisor starts fresh ones)."""
     _setup(ctx)
-    told = _signal_workers("restart", time.time())
-    click.echo(f"Told workers on {', '.join(told)} to restart after their current job.")
+    click.echo(f"Told workers on {_told(control.restart())} to restart after their current job.")
 
 
 @main.command()
@@ -325,7 +303,7 @@ def restart(ctx: click.Context) -> None:
 def down(ctx: click.Context) -> None:
     """Maintenance mode: workers finish their job and take no new ones (except with --force)."""
     _setup(ctx)
-    click.echo(f"Workers on {', '.join(_signal_workers('down', time.time()))} are paused until `eventbus up`.")
+    click.echo(f"Workers on {_told(control.down())} are paused until `eventbus up`.")
 
 
 @main.command()
@@ -334,7 +312,7 @@ def down(ctx: click.Context) -> None:
 def up(ctx: click.Context) -> None:
     """Leave maintenance mode."""
     _setup(ctx)
-    click.echo(f"Workers on {', '.join(_signal_workers('down', None))} take jobs again.")
+    click.echo(f"Workers on {_told(control.up())} take jobs again.")
 
 
 @main.command()
@@ -343,9 +321,7 @@ def up(ctx: click.Context) -> None:
 def migrate(ctx: click.Context) -> None:
     """Create the database tables (jobs, failed_jobs, notifications) if missing."""
     _setup(ctx)
-    from eventbus.queue.database import migrate_all
-
-    for line in migrate_all():
+    for line in runtime.migrate():
         click.echo(line)
 
 
@@ -354,8 +330,6 @@ def migrate(ctx: click.Context) -> None:
 @click.pass_context
 def events(ctx: click.Context) -> None:
     """List every event with its listeners, in the order they run."""
-    from eventbus.dispatcher import bus
-
     _setup(ctx)
     listening = bus.listening()
     if not listening:
@@ -364,3 +338,24 @@ def events(ctx: click.Context) -> None:
         click.echo(name)
         for reg in regs:
             click.echo(f"  -> {reg.describe()}")
+
+
+def load_commands() -> None:
+    """Add the commands that add-ons contribute through the ``eventbus.commands`` entry points."""
+    for entry in entry_points(group="eventbus.commands"):
+        if entry.name in main.commands:
+            continue
+        try:
+            command = entry.load()
+        except (ImportError, AttributeError) as exc:
+            logging.getLogger(__name__).warning("cannot load eventbus command %r: %s", entry.name, exc)
+            continue
+        if isinstance(command, click.Command):
+            main.add_command(command, entry.name)
+
+
+
+def run() -> None:
+    """The console script: ``main`` with the add-ons' commands."""
+    load_commands()
+    main()

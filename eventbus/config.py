@@ -1,45 +1,40 @@
-"""Configuration: ``configure(...)``, the EVENTBUS_* environment variables, the embedded defaults.
+"""Settings as data: the arguments of ``configure(...)``, the EVENTBUS_* environment, the defaults.
 
-Nothing is read at import time. The environment is read when :func:`configure` runs or, without
-it, the first time :func:`settings` is asked for. Every problem is reported as one
-:class:`ConfigurationError` sentence naming the key.
+This module only computes and validates; it holds no state (that is :mod:`eventbus.runtime`).
+Every problem is one :class:`ConfigurationError` sentence naming the key. The facts about each
+driver (its options and their defaults, whether it needs a URL, where its failed jobs live) come
+from the driver's class through :mod:`eventbus.queue.drivers`.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
-import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
 
-from eventbus import registry
 from eventbus.errors import ConfigurationError
+from eventbus.queue.drivers import driver_class
+from eventbus.urls import REDACTED, redact_url
 
-DRIVERS = ("redis", "database", "sync", "null")
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_SQLITE_URL = "sqlite:///eventbus.sqlite3"
 
-_CONNECTION_DEFAULTS: dict[str, dict[str, Any]] = {
-    "redis": {"queue": "default", "retry_after": 90.0, "block_for": 5.0, "prefix": "queues:",
-              "migration_batch_size": 100, "cluster": False},
-    "database": {"queue": "default", "retry_after": 90.0, "table": "jobs"},
-    "sync": {"queue": "default"},
-    "null": {"queue": "default"},
-}
+#: The keyword arguments ``configure()`` takes.
+SETTING_NAMES = ("default", "connections", "failed", "mail", "sms", "trusted", "key", "mail_from")
 
 
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    """The resolved configuration of the default bus."""
+    """The resolved configuration of the default bus. Its repr hides the key and URL passwords."""
 
     default: str
     connections: Mapping[str, Mapping[str, Any]]
     failed: str
     mail: str
     sms: str
-    key: str | None = None
+    key: str | None = dataclasses.field(default=None, repr=False)
     mail_from: str = "eventbus@localhost"
 
     def connection_config(self, name: str | None = None) -> dict[str, Any]:
@@ -51,22 +46,16 @@ class Settings:
                                      connection=name)
         return dict(self.connections[name])
 
-
-def redact_url(url: str) -> str:
-    """The URL without its password, safe for error messages and logs."""
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return "<unparseable URL>"
-    if parts.password is None:
-        return url
-    netloc = f"{parts.username or ''}:***@{parts.hostname or ''}"
-    if parts.port:
-        netloc += f":{parts.port}"
-    return urlunsplit(parts._replace(netloc=netloc))
+    def __repr__(self) -> str:
+        connections = {name: {k: redact_url(v) if k == "url" and isinstance(v, str) else v
+                              for k, v in conn.items()} for name, conn in self.connections.items()}
+        return (f"Settings(default={self.default!r}, connections={connections!r}, "
+                f"failed={redact_url(self.failed)!r}, mail={redact_url(self.mail)!r}, "
+                f"sms={redact_url(self.sms)!r}, key={REDACTED if self.key else None!r}, "
+                f"mail_from={self.mail_from!r})")
 
 
-def _builtin_connections(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
+def builtin_connections(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     return {
         "database": {"driver": "database", "url": DEFAULT_SQLITE_URL},
         "redis": {"driver": "redis", "url": env.get("EVENTBUS_REDIS_URL", DEFAULT_REDIS_URL)},
@@ -75,31 +64,25 @@ def _builtin_connections(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:
     }
 
 
-def _validate_connection(name: str, conn: Mapping[str, Any]) -> dict[str, Any]:
+def validate_connection(name: str, conn: Mapping[str, Any]) -> dict[str, Any]:
+    """One connection's options, checked by its driver, with the driver's defaults filled in."""
     if not isinstance(conn, Mapping):
-        raise ConfigurationError(f"connection {name!r} must be a dict, not {type(conn).__name__}")
-    driver = conn.get("driver")
-    if driver not in DRIVERS:
-        raise ConfigurationError(
-            f"connection {name!r} has unknown driver {driver!r} (choose one of {', '.join(DRIVERS)})",
-            connection=name,
-        )
-    merged = {**_CONNECTION_DEFAULTS[driver], **conn}
-    if driver in ("redis", "database"):
-        url = merged.get("url")
-        if not isinstance(url, str) or "://" not in url:
-            raise ConfigurationError(f"connection {name!r} needs a 'url' such as "
-                                     f"{DEFAULT_REDIS_URL if driver == 'redis' else DEFAULT_SQLITE_URL}",
-                                     connection=name)
-        if driver == "redis" and urlsplit(url).scheme not in ("redis", "rediss", "unix"):
-            raise ConfigurationError(
-                f"connection {name!r} has a bad redis URL {redact_url(url)!r} "
-                "(expected redis://host:port/db)", connection=name)
-    for key in ("retry_after", "block_for"):
-        if key in merged and (not isinstance(merged[key], (int, float)) or merged[key] < 0):
-            raise ConfigurationError(f"connection {name!r}: {key!r} must be a number of seconds >= 0",
-                                     connection=name)
-    return merged
+        raise ConfigurationError(f"connection {name!r} must be a dict, not {type(conn).__name__}",
+                                 connection=name)
+    try:
+        cls = driver_class(conn.get("driver"))
+    except ConfigurationError as exc:
+        raise ConfigurationError(f"connection {name!r} has {exc}", connection=name) from None
+    return cls.validate_config(name, conn)
+
+
+def refuse_unknown_settings(given: Mapping[str, Any]) -> None:
+    """``configure(conections=...)``: one error naming the key and the closest known one."""
+    for key in given:
+        hint = difflib.get_close_matches(key, SETTING_NAMES, n=1)
+        suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+        raise ConfigurationError(f"unknown setting {key!r}{suggestion}; configure() takes "
+                                 f"{', '.join(SETTING_NAMES)}")
 
 
 def build_settings(
@@ -115,9 +98,12 @@ def build_settings(
 ) -> Settings:
     """Merge arguments, environment and built-in defaults into validated :class:`Settings`."""
     env = os.environ if env is None else env
-    merged: dict[str, Mapping[str, Any]] = dict(_builtin_connections(env))
+    if connections is not None and not isinstance(connections, Mapping):
+        raise ConfigurationError(f"'connections' must be a dict of name -> connection dict, "
+                                 f"not {type(connections).__name__}")
+    merged: dict[str, Mapping[str, Any]] = dict(builtin_connections(env))
     merged.update(connections or {})
-    checked = {name: _validate_connection(name, conn) for name, conn in merged.items()}
+    checked = {name: validate_connection(name, conn) for name, conn in merged.items()}
     default_name = default or env.get("EVENTBUS_CONNECTION") or "database"
     if default_name not in checked:
         raise ConfigurationError(
@@ -127,7 +113,7 @@ def build_settings(
     return Settings(
         default=default_name,
         connections=checked,
-        failed=failed or env.get("EVENTBUS_FAILED_URL") or _failed_default(checked[default_name]),
+        failed=failed or env.get("EVENTBUS_FAILED_URL") or failed_default(checked[default_name]),
         mail=mail or env.get("EVENTBUS_MAIL_URL") or "log",
         sms=sms or env.get("EVENTBUS_SMS_URL") or "log",
         key=key or env.get("EVENTBUS_KEY") or None,
@@ -135,65 +121,6 @@ def build_settings(
     )
 
 
-def _failed_default(conn: Mapping[str, Any]) -> str:
-    """Failed jobs live beside the default connection's data (Redis or the same database)."""
-    if conn["driver"] == "redis" and conn.get("cluster"):
-        url = str(conn["url"])
-        return f"{url}{'&' if '?' in url else '?'}cluster=1"
-    if conn["driver"] in ("redis", "database"):
-        return str(conn["url"])
-    return DEFAULT_SQLITE_URL
-
-
-_lock = threading.Lock()
-_settings: Settings | None = None
-
-
-def configure(
-    default: str | None = None,
-    connections: Mapping[str, Mapping[str, Any]] | None = None,
-    failed: str | None = None,
-    mail: str | None = None,
-    sms: str | None = None,
-    trusted: Iterable[str] = (),
-    key: str | None = None,
-    mail_from: str | None = None,
-) -> Settings:
-    """Configure the default bus. Unset values come from EVENTBUS_* variables, then defaults.
-
-    ``connections`` merges with the built-in ``database``, ``redis``, ``sync`` and ``null``
-    connections by name. ``trusted`` adds module prefixes whose classes payloads may name.
-    Calling it again replaces the previous configuration and closes open connections.
-    """
-    global _settings
-    new = build_settings(default=default, connections=connections, failed=failed, mail=mail,
-                         sms=sms, key=key, mail_from=mail_from)
-    registry.trust(*trusted)
-    with _lock:
-        _settings = new
-    from eventbus import connections as conns  # late: connections imports config
-
-    conns.reset()
-    return new
-
-
-def settings() -> Settings:
-    """The current settings; built from the environment on first use if never configured."""
-    global _settings
-    with _lock:
-        if _settings is None:
-            _settings = build_settings()
-        return _settings
-
-
-def reset() -> None:
-    """Forget the configuration (tests); the next use reads the environment again."""
-    global _settings
-    with _lock:
-        _settings = None
-    from eventbus import connections as conns
-
-    conns.reset()
-    from eventbus import sql
-
-    sql.reset()
+def failed_default(conn: Mapping[str, Any]) -> str:
+    """Failed jobs live beside the default connection's data, else in the embedded SQLite file."""
+    return driver_class(conn["driver"]).failed_store_url(conn) or DEFAULT_SQLITE_URL

@@ -1,7 +1,9 @@
 """``CallQueuedHandler``: the one handler that runs every queued command, whatever the driver.
 
 It refuses any payload whose ``job`` is not a known handler name, whose signature does not match
-(when ``EVENTBUS_KEY`` is set), or whose command names a class outside the registry.
+(when ``EVENTBUS_KEY`` is set), or whose command names a class outside the registry. Continuing a
+chain is not its business: the code that runs the job (:mod:`eventbus.processing`) does that once
+the handler returned, and then deletes the job.
 """
 
 from __future__ import annotations
@@ -9,26 +11,23 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from eventbus import _aio, encryption, registry, serializer
-from eventbus.config import settings
+from eventbus import aio, encryption, registry, serializer
 from eventbus.errors import UnsafePayloadError
 from eventbus.payload import HANDLER_NAME, Payload, verify
 from eventbus.queue.base import QueueJob
+from eventbus.runtime import settings
 
 log = logging.getLogger(__name__)
 
 
 class CallQueuedHandler:
-    """Decode a command, run it, dispatch the next job of its chain, delete the queue entry."""
+    """Decode a command and run it. The caller deletes the queue entry afterwards, unless the
+    command released, deleted or failed it (after pushing the next job of its chain)."""
 
     def call(self, job: QueueJob, data: dict[str, Any]) -> None:
         command = self.resolve_command(data)
         command._queue_job = job
-        _aio.resolve(command.handle())
-        if not job.released and not job.failed:
-            dispatch_next_in_chain(data.get("chained") or [])
-        if not job.is_done:
-            job.delete()
+        aio.resolve(command.handle())
 
     def failed(self, data: dict[str, Any], exc: BaseException, job: QueueJob | None = None) -> None:
         """Call the command's ``failed(exc)`` hook, if it has one."""
@@ -36,7 +35,7 @@ class CallQueuedHandler:
         command._queue_job = job
         hook = getattr(command, "failed", None)
         if callable(hook):
-            _aio.resolve(hook(exc))
+            aio.resolve(hook(exc))
 
     @staticmethod
     def resolve_command(data: dict[str, Any]) -> Any:
@@ -46,18 +45,6 @@ class CallQueuedHandler:
             command = encryption.unseal(command, settings().key)
         state = {k: serializer.decode(v) for k, v in command.items()}
         return serializer.restore_object(cls, state)
-
-
-def dispatch_next_in_chain(chained: list[dict[str, Any]]) -> None:
-    if not chained:
-        return
-    from eventbus.jobs import Destination, push_payload  # late: jobs imports the handler's peers
-
-    head, rest = chained[0], chained[1:]
-    payload = Payload.from_dict(head["payload"])
-    payload = Payload(**{**payload.__dict__, "chained": rest, "signature": None})
-    key = settings().key
-    push_payload(payload.signed(key) if key else payload, Destination(**head["destination"]))
 
 
 _handler = CallQueuedHandler()

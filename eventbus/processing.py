@@ -5,6 +5,10 @@ it will exceed its tries, its ``retry_until`` or its ``max_exceptions`` (or it t
 ``fail_on_timeout`` is set), emit ``JobExceptionOccurred``, and release it with its backoff unless
 it was failed, deleted or released already. Failing a job: record it in the failed store, delete
 it (only while this worker holds it), call ``failed(exc)`` once, emit ``JobFailed``.
+
+The collaborators are handed in, never looked up: the failed job store (``None`` keeps nothing,
+as the sync driver does), the event bus, and ``continue_chain``, which pushes the next job of a
+chain once a job succeeded (the worker and the sync dispatch pass the dispatcher's).
 """
 
 from __future__ import annotations
@@ -13,9 +17,13 @@ import dataclasses
 import enum
 import logging
 import time
-from eventbus import failed as failed_jobs
+from collections.abc import Callable
+from typing import Any
+
 from eventbus import handler as handlers
-from eventbus.dispatcher import emit
+from eventbus import registry
+from eventbus.event_bus import EventBus
+from eventbus.event_bus import bus as default_bus
 from eventbus.errors import (
     DeserializationError,
     JobTimeoutError,
@@ -29,11 +37,13 @@ from eventbus.events import (
     JobProcessing,
     JobReleasedAfterException,
 )
-from eventbus.failed.base import describe_exception
+from eventbus.failed.base import FailedJobStore, describe_exception
 from eventbus.queue.base import QueueJob
 from eventbus.timeouts import interrupt_after
 
 log = logging.getLogger(__name__)
+
+ChainPusher = Callable[[list[dict[str, Any]]], None]
 
 
 class Outcome(enum.Enum):
@@ -51,36 +61,61 @@ class ProcessOptions:
     timeout: float = 60.0
 
 
-def process(job: QueueJob, options: ProcessOptions) -> tuple[Outcome, BaseException | None]:
+@dataclasses.dataclass(frozen=True)
+class Collaborators:
+    """What processing a job needs from outside: where failures go, where events go, chains."""
+
+    failed: FailedJobStore | None
+    bus: EventBus
+    continue_chain: ChainPusher
+
+    def emit(self, event: Any) -> None:
+        self.bus.emit(event)
+
+
+def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | None,
+            continue_chain: ChainPusher, bus: EventBus = default_bus) -> tuple[Outcome, BaseException | None]:
     """Run one reserved job under the rules above. Never raises for the job's own exceptions."""
+    ctx = Collaborators(failed, bus, continue_chain)
+    job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
-        emit(JobProcessing(job.connection_name, job))
+        ctx.emit(JobProcessing(job.connection_name, job))
         payload = job.payload()
         handler = handlers.resolve(payload, job.document())
-        if fail_if_already_exceeds_max_attempts(job, options):
+        if fail_if_already_exceeds_max_attempts(job, options, ctx):
             return Outcome.FAIL, None
         with interrupt_after(timeout_for(job, options), payload.display_name):
-            handler.call(job, job.document()["data"])
-        emit(JobProcessed(job.connection_name, job))
+            run_handler(job, handler, ctx)
+        ctx.emit(JobProcessed(job.connection_name, job))
         return outcome_of(job), None
     except DeserializationError as exc:  # includes refused (unsafe) payloads: never retried
-        fail_job(job, exc)
+        fail_job(job, exc, ctx)
         return Outcome.FAIL, exc
     except ModelNotFoundError as exc:  # retrying cannot bring the model back
         if deletes_when_missing_models(job):
             job.delete()
             return Outcome.DONE, None
-        fail_job(job, exc)
+        fail_job(job, exc, ctx)
         return Outcome.FAIL, exc
     except Exception as exc:
-        handle_job_exception(job, exc, options)
+        handle_job_exception(job, exc, options, ctx)
         return outcome_of(job), exc
+
+
+def run_handler(job: QueueJob, handler: Any, ctx: Collaborators) -> None:
+    """Run the command; then continue its chain unless it failed or was released (Laravel's order)."""
+    data = job.document()["data"]
+    handler.call(job, data)
+    if not job.released and not job.failed:
+        chained = data.get("chained") or []
+        if chained:
+            ctx.continue_chain(chained)
+        if not job.is_done:
+            job.delete()
 
 
 def deletes_when_missing_models(job: QueueJob) -> bool:
     """The command class says ``delete_when_missing_models = True`` (Laravel's option)."""
-    from eventbus import registry
-
     try:
         cls = registry.resolve(job.payload().command_name)
     except DeserializationError:
@@ -112,7 +147,7 @@ def retry_until_passed(job: QueueJob) -> bool | None:
     return None if until is None else time.time() > float(until)
 
 
-def fail_if_already_exceeds_max_attempts(job: QueueJob, options: ProcessOptions) -> bool:
+def fail_if_already_exceeds_max_attempts(job: QueueJob, options: ProcessOptions, ctx: Collaborators) -> bool:
     """A job that a killed worker never finished comes back with too many attempts: fail it."""
     passed = retry_until_passed(job)
     max_tries = max_tries_for(job, options)
@@ -121,29 +156,30 @@ def fail_if_already_exceeds_max_attempts(job: QueueJob, options: ProcessOptions)
     fail_job(job, MaxAttemptsExceededError(
         f"{job.payload().display_name} has been attempted too many times ({job.attempts}) "
         "or its retry_until has passed; it may have timed out or its worker was killed",
-        job_uuid=job.uuid, queue=job.queue_name))
+        job_uuid=job.uuid, queue=job.queue_name), ctx)
     return True
 
 
-def fail_if_will_exceed_max_attempts(job: QueueJob, options: ProcessOptions, exc: BaseException) -> None:
+def fail_if_will_exceed_max_attempts(job: QueueJob, options: ProcessOptions, exc: BaseException,
+                                     ctx: Collaborators) -> None:
     passed = retry_until_passed(job)
     max_tries = max_tries_for(job, options)
     if passed is False or (passed is None and (max_tries == 0 or job.attempts < max_tries)):
         return
-    fail_job(job, exc)
+    fail_job(job, exc, ctx)
 
 
-def fail_if_will_exceed_max_exceptions(job: QueueJob, exc: BaseException) -> None:
+def fail_if_will_exceed_max_exceptions(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
     max_exceptions = job.payload().max_exceptions
     if max_exceptions is None or job.failed:
         return
     if job.queue.record_exception(job.uuid) >= int(max_exceptions):
-        fail_job(job, exc)
+        fail_job(job, exc, ctx)
 
 
-def fail_on_timeout(job: QueueJob, exc: BaseException) -> None:
+def fail_on_timeout(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
     if isinstance(exc, JobTimeoutError) and job.payload().fail_on_timeout and not job.failed:
-        fail_job(job, exc)
+        fail_job(job, exc, ctx)
 
 
 def backoff_for(job: QueueJob, options: ProcessOptions) -> float:
@@ -153,21 +189,22 @@ def backoff_for(job: QueueJob, options: ProcessOptions) -> float:
     return float(steps[min(job.attempts - 1, len(steps) - 1)])
 
 
-def handle_job_exception(job: QueueJob, exc: BaseException, options: ProcessOptions) -> None:
+def handle_job_exception(job: QueueJob, exc: BaseException, options: ProcessOptions,
+                         ctx: Collaborators) -> None:
     if not job.failed:
-        fail_on_timeout(job, exc)
+        fail_on_timeout(job, exc, ctx)
     if not job.failed:
-        fail_if_will_exceed_max_attempts(job, options, exc)
+        fail_if_will_exceed_max_attempts(job, options, exc, ctx)
     if not job.failed:
-        fail_if_will_exceed_max_exceptions(job, exc)
-    emit(JobExceptionOccurred(job.connection_name, job, exc))
+        fail_if_will_exceed_max_exceptions(job, exc, ctx)
+    ctx.emit(JobExceptionOccurred(job.connection_name, job, exc))
     if not job.is_done:
         delay = backoff_for(job, options)
         if job.release(delay):
-            emit(JobReleasedAfterException(job.connection_name, job, delay))
+            ctx.emit(JobReleasedAfterException(job.connection_name, job, delay))
 
 
-def fail_job(job: QueueJob, exc: BaseException) -> None:
+def fail_job(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
     """Fail ``job`` for good: record it, delete it, call ``failed()`` once, emit ``JobFailed``.
 
     The record is written first, so a crash after it loses nothing. When the delete finds that
@@ -177,7 +214,7 @@ def fail_job(job: QueueJob, exc: BaseException) -> None:
     if job.failed:
         return
     job.mark_failed()
-    store = None if job.queue.driver == "sync" else failed_jobs.store()
+    store = ctx.failed
     if store is not None:
         store.log(job.connection_name, job.queue_name, job.raw, describe_exception(exc), job.uuid)
     if not job.delete():
@@ -187,7 +224,7 @@ def fail_job(job: QueueJob, exc: BaseException) -> None:
         return
     job.queue.forget_exceptions(job.uuid)
     call_failed_hook(job, exc)
-    emit(JobFailed(job.connection_name, job, exc))
+    ctx.emit(JobFailed(job.connection_name, job, exc))
 
 
 def call_failed_hook(job: QueueJob, exc: BaseException) -> None:
@@ -205,16 +242,19 @@ def call_failed_hook(job: QueueJob, exc: BaseException) -> None:
         log.exception("the failed() hook of %s raised", payload.display_name)
 
 
-def run_sync_job(job: QueueJob) -> None:
+def run_sync_job(job: QueueJob, *, continue_chain: ChainPusher, bus: EventBus = default_bus) -> None:
     """The sync driver: run now; on exception call failed(), emit JobFailed, then re-raise.
 
-    Like Laravel's SyncQueue there are no retries: tries, backoff and timeout do not apply.
+    Like Laravel's SyncQueue there are no retries: tries, backoff and timeout do not apply, and
+    nothing is stored.
     """
+    ctx = Collaborators(None, bus, continue_chain)
+    job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
-        emit(JobProcessing(job.connection_name, job))
-        handlers.resolve(job.payload(), job.document()).call(job, job.document()["data"])
-        emit(JobProcessed(job.connection_name, job))
+        ctx.emit(JobProcessing(job.connection_name, job))
+        run_handler(job, handlers.resolve(job.payload(), job.document()), ctx)
+        ctx.emit(JobProcessed(job.connection_name, job))
     except Exception as exc:
-        emit(JobExceptionOccurred(job.connection_name, job, exc))
-        fail_job(job, exc)
+        ctx.emit(JobExceptionOccurred(job.connection_name, job, exc))
+        fail_job(job, exc, ctx)
         raise

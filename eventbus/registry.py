@@ -13,7 +13,7 @@ import dataclasses
 import enum
 import importlib
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any, TypeVar
 
 from eventbus.errors import UnsafePayloadError
@@ -102,16 +102,3 @@ def resolve(name: str) -> Any:
         f"or decorate it with @eventbus.serializable) and not in a trusted module "
         f"({', '.join(_trusted)})"
     )
-
-
-def registered_names() -> list[str]:
-    return sorted(_names)
-
-
-def unregister(name: str) -> None:
-    """Remove a name (tests use this to prove refusals)."""
-    with _lock:
-        _names.pop(name, None)
-
-
-Handler = Callable[..., Any]

@@ -62,7 +62,8 @@ def register_model(
     _adapters[cls] = ModelAdapter(key=key, load=load)
 
 
-def _adapter_for(cls: type) -> ModelAdapter | None:
+def adapter_for(cls: type) -> ModelAdapter | None:
+    """The model adapter for ``cls`` or its nearest registered base class, if any."""
     for klass in cls.__mro__:
         if klass in _adapters:
             return _adapters[klass]
@@ -113,7 +114,7 @@ def _encode_object(value: Any, path: str) -> Any:
     cls = type(value)
     if isinstance(value, enum.Enum):
         return {TAG: "enum", "cls": registry.dotted_name(cls), "v": encode(value.value, path)}
-    adapter = _adapter_for(cls)
+    adapter = adapter_for(cls)
     if adapter is not None:
         return {TAG: "model", "cls": registry.dotted_name(cls), "key": encode(adapter.key(value), path)}
     if isinstance(value, dt.datetime):
@@ -215,7 +216,7 @@ def _decode_obj(data: dict[str, Any]) -> Any:
 
 def _decode_model(data: dict[str, Any]) -> Any:
     cls = registry.resolve(data["cls"])
-    adapter = _adapter_for(cls)
+    adapter = adapter_for(cls)
     if adapter is None:
         raise DeserializationError(f"{data['cls']} has no model adapter registered")
     key = decode(data["key"])

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from eventbus.config import redact_url
+from eventbus.urls import redact_url
 from eventbus.errors import ConfigurationError, ConnectionUnavailableError, MissingDependencyError
 
 T = TypeVar("T")

@@ -9,6 +9,7 @@ supervisor waits for them to finish their current job and exits 0.
 from __future__ import annotations
 
 import logging
+import os
 import signal
 import subprocess
 import sys
@@ -17,6 +18,8 @@ from collections.abc import Sequence
 from types import FrameType
 
 log = logging.getLogger(__name__)
+
+SUPERVISOR_PID_ENV = "EVENTBUS_SUPERVISOR_PID"
 
 
 class Supervisor:
@@ -46,7 +49,9 @@ class Supervisor:
         return 0
 
     def _start(self) -> subprocess.Popen[bytes]:
-        return subprocess.Popen(self.argv)
+        # A child whose supervisor was killed outright (SIGKILL, OOM) notices and exits.
+        env = {**os.environ, SUPERVISOR_PID_ENV: str(os.getpid())}
+        return subprocess.Popen(self.argv, env=env)
 
     def _on_stop(self, signum: int, frame: FrameType | None) -> None:
         self.stopping = True

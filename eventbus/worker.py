@@ -21,12 +21,14 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from eventbus.connections import connection as get_connection
-from eventbus.dispatcher import emit
+from eventbus import runtime
+from eventbus.dispatching import dispatch_next_in_chain
+from eventbus.event_bus import EventBus
+from eventbus.event_bus import bus as default_bus
 from eventbus.errors import (
     ConnectionUnavailableError,
     DeserializationError,
@@ -34,7 +36,9 @@ from eventbus.errors import (
     WorkerConfigurationError,
 )
 from eventbus.events import Looping, WorkerStopping
+from eventbus.failed.base import FailedJobStore
 from eventbus.processing import (
+    Collaborators,
     Outcome,
     ProcessOptions,
     backoff_for,
@@ -49,7 +53,6 @@ log = logging.getLogger(__name__)
 
 EXIT_OK = 0
 EXIT_ERROR = 1
-EXIT_USAGE = 2
 EXIT_MEMORY = 12
 SIGNAL_CHECK_INTERVAL_S = 1.0
 MEMORY_CHECK_INTERVAL_S = 0.25
@@ -73,6 +76,8 @@ class WorkerOptions:
     force: bool = False
     once: bool = False
     stop_when_empty: bool = False
+    #: The supervisor's pid (``--processes``): exit after the current job when it is gone.
+    supervisor_pid: int = 0
 
     def process_options(self) -> ProcessOptions:
         return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s)
@@ -89,11 +94,19 @@ def memory_mb() -> float:
 
 
 class Worker:
-    """Runs jobs from one connection until a stop condition; :meth:`run` returns the exit status."""
+    """Runs jobs from one connection until a stop condition; :meth:`run` returns the exit status.
 
-    def __init__(self, connection: str | None = None, *, options: WorkerOptions | None = None,
+    Its collaborators are handed in (dramatiq's ``Worker(broker, ...)``): the connection's queue,
+    the failed job store, the event bus. :meth:`for_connection` takes them from
+    :mod:`eventbus.runtime`, as ``eventbus work`` does.
+    """
+
+    def __init__(self, queue: Queue, *, failed: FailedJobStore | None,
+                 options: WorkerOptions | None = None, bus: EventBus = default_bus,
                  output: Callable[[str], None] | None = None) -> None:
-        self.queue: Queue = get_connection(connection)
+        self.queue = queue
+        self.failed = failed
+        self.bus = bus
         self.options = options or WorkerOptions()
         self.queues: tuple[str, ...] = self.options.queues or (self.queue.default_queue,)
         self.output = output
@@ -107,13 +120,21 @@ class Worker:
         self._memory_checked_at = 0.0
         self._signals_cache: dict[str, float] | None = None
         self._lock = threading.Lock()
+        self._collaborators = Collaborators(failed, bus, dispatch_next_in_chain)
         self.check_options()
+
+    @classmethod
+    def for_connection(cls, name: str | None = None, *, options: WorkerOptions | None = None,
+                       output: Callable[[str], None] | None = None) -> Worker:
+        """A worker for the named (or default) connection, with the configured failed store."""
+        return cls(runtime.connection(name), failed=runtime.failed_store(), options=options,
+                   output=output)
 
     # -- start-up checks ----------------------------------------------------------------------
     def check_options(self) -> None:
         """Refuse a timeout that is not below retry_after: the job would run twice at once."""
         timeout, retry_after = self.options.timeout_s, self.queue.retry_after
-        if self.queue.driver in ("redis", "database") and timeout > 0 and timeout >= retry_after:
+        if self.queue.holds_reservations and timeout > 0 and timeout >= retry_after:
             raise WorkerConfigurationError(
                 f"worker timeout ({timeout:g}s) must be below the retry_after ({retry_after:g}s) of "
                 f"connection {self.queue.connection_name!r}: a job still running when its reservation "
@@ -148,7 +169,7 @@ class Worker:
             if self.paused or self._down():
                 self._sleep(self.options.sleep_s or 1.0)  # --sleep 0 must not spin while paused
             else:
-                emit(Looping(self.queue.connection_name, self.queues))
+                self.bus.emit(Looping(self.queue.connection_name, self.queues))
                 job = self._next_job()
                 if job is not None:
                     self.run_job(job)
@@ -159,7 +180,7 @@ class Worker:
                 else:
                     self._wait()
             status = status if status is not None else self.stop_status(started, restart_at)
-        emit(WorkerStopping(status))
+        self.bus.emit(WorkerStopping(status))
         return status
 
     def stop_status(self, started: float, restart_at: float | None) -> int | None:
@@ -175,6 +196,9 @@ class Worker:
         if o.max_time_s and time.monotonic() - started >= o.max_time_s:
             return EXIT_OK
         if self._signals().get("restart") != restart_at:
+            return EXIT_OK
+        if o.supervisor_pid and os.getppid() != o.supervisor_pid:
+            log.warning("the supervisor (pid %s) is gone; stopping", o.supervisor_pid)
             return EXIT_OK
         return None
 
@@ -251,7 +275,8 @@ class Worker:
             self._current = job
             self._deadline = self._deadline_for(job)
         try:
-            outcome, exc = process(job, self.options.process_options())
+            outcome, exc = process(job, self.options.process_options(), failed=self.failed,
+                                   continue_chain=dispatch_next_in_chain, bus=self.bus)
         except ConnectionUnavailableError as lost:
             outcome, exc = Outcome.RELEASED, lost
             log.warning("connection lost while finishing job %s; its reservation will expire and it "
@@ -302,7 +327,7 @@ class Worker:
         try:
             payload = job.payload()
             if payload.fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):
-                fail_job(job, exc)
+                fail_job(job, exc, self._collaborators)
             else:
                 job.release(backoff_for(job, options))
         except Exception:
@@ -335,9 +360,3 @@ class Worker:
 
 class _WakeUp(BaseException):
     """Raised by the quit signal handler to cut an idle wait short."""
-
-
-def work(connection: str | None = None, *, queues: Sequence[str] = (), **options: object) -> int:
-    """Run a worker in this process (``eventbus work`` without the CLI). Returns the exit status."""
-    opts = WorkerOptions(queues=tuple(queues), **options)  # type: ignore[arg-type]
-    return Worker(connection, options=opts).run()

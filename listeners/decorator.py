@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from eventbus import registry
-from eventbus.dispatcher import EventBus, EventKey, Registration, bus
-from eventbus.jobs import Destination, push_command
+from eventbus.event_bus import EventBus, EventKey, Registration, bus
+from eventbus.dispatching import Destination, push_command
 from eventbus.transactions import defer_if_in_transaction
 from listeners.queued import CallQueuedListener
 

@@ -1,8 +1,9 @@
 """``CallQueuedListener``: the job that runs a queued listener in the worker.
 
 It stores the listener by registered name (never a code reference), the method to call, and the
-arguments the listener would have received (the event, serialized by the registry), plus the queue
-options the listener had when the event was emitted.
+arguments the listener would have received (the event, serialized by the registry). The queue
+options the listener had when the event was emitted (tries, backoff, timeout, ...) travel once, in
+the payload's envelope where the worker reads them, not a second time inside the command.
 """
 
 from __future__ import annotations
@@ -23,12 +24,34 @@ class CallQueuedListener(InteractsWithQueue):
         self.method = method
         self.args = args
         self.display_name = display_name
-        self.tries = options.get("tries")
-        self.backoff = options.get("backoff")
-        self.timeout = options.get("timeout")
-        self.retry_until = options.get("retry_until")
-        self.max_exceptions = options.get("max_exceptions")
-        self.fail_on_timeout = bool(options.get("fail_on_timeout", False))
+        self._dispatch_options = dict(options)  # runtime only: read into the envelope at push
+
+    def _dispatch_option(self, name: str) -> Any:
+        return getattr(self, "_dispatch_options", {}).get(name)
+
+    @property
+    def tries(self) -> Any:
+        return self._dispatch_option("tries")
+
+    @property
+    def backoff(self) -> Any:
+        return self._dispatch_option("backoff")
+
+    @property
+    def timeout(self) -> Any:
+        return self._dispatch_option("timeout")
+
+    @property
+    def retry_until(self) -> Any:
+        return self._dispatch_option("retry_until")
+
+    @property
+    def max_exceptions(self) -> Any:
+        return self._dispatch_option("max_exceptions")
+
+    @property
+    def fail_on_timeout(self) -> bool:
+        return bool(self._dispatch_option("fail_on_timeout"))
 
     @property
     def listener_target(self) -> Any:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventbus.serializer import _adapter_for
+from eventbus.serializer import adapter_for
 
 
 class Notifiable:
@@ -59,7 +59,7 @@ class Notifiable:
 
 
 def notifiable_key(notifiable: Any) -> Any:
-    adapter = _adapter_for(type(notifiable))
+    adapter = adapter_for(type(notifiable))
     if adapter is not None:
         return adapter.key(notifiable)
     return getattr(notifiable, "id", None)

@@ -12,9 +12,9 @@ import logging
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from eventbus import _aio, emit_until
-from eventbus.dispatcher import emit
-from eventbus.jobs import Destination, push_command
+from eventbus import aio, emit_until
+from eventbus.event_bus import emit
+from eventbus.dispatching import Destination, push_command
 from eventbus.transactions import defer_if_in_transaction
 from notifications.channels import channel_name, resolve_channel
 from notifications.errors import NotificationFailedError
@@ -64,7 +64,7 @@ class NotificationSender:
         for notifiable, names in plan or []:
             for name in names:
                 try:
-                    _aio.resolve(self._deliver(notifiable, notification, name))
+                    aio.resolve(self._deliver(notifiable, notification, name))
                 except Exception as exc:
                     failures[name] = exc
         if failures:

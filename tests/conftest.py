@@ -14,7 +14,7 @@ import redis
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
 import eventbus
-from eventbus import config, dispatcher
+from eventbus import event_bus, runtime
 
 from helpers import REDIS_URL, ROOT, TESTS, WorkerProcess  # noqa: E402
 
@@ -38,10 +38,10 @@ def clean_config(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Ite
         if key.startswith("EVENTBUS_") and not key.startswith("EVENTBUS_TEST_"):
             monkeypatch.delenv(key)
     monkeypatch.chdir(tmp_path)
-    config.reset()
+    runtime.reset()
     yield
-    dispatcher.bus.forget_all()
-    config.reset()
+    event_bus.bus.forget_all()
+    runtime.reset()
 
 
 @pytest.fixture

@@ -47,7 +47,8 @@ class WorkerProcess:
 
     def __init__(self, args: list[str], env: dict[str, str]) -> None:
         self.proc = subprocess.Popen([sys.executable, "-m", "eventbus", "work", "--app", "apps.jobs", *args],
-                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                     env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                     start_new_session=True)
 
     def wait(self, timeout: float = 60) -> int:
         try:
@@ -65,9 +66,14 @@ class WorkerProcess:
         self.proc.send_signal(sig)
 
     def kill(self) -> None:
+        """Kill the worker and everything it started (a supervisor's children included)."""
+        try:
+            os.killpg(self.proc.pid, 9)
+        except ProcessLookupError:
+            pass
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.wait()
+        self.proc.wait()
 
 
 def run_worker(start_worker: object, *args: str, env: dict[str, str] | None = None,

@@ -23,11 +23,11 @@ def invoke(*args: str) -> object:
 
 def _fail_one(n: int = 1) -> str:
     """Put one job into the failed store as a worker would."""
-    payload = eventbus.jobs.make_payload(jobs.Record(n))
+    payload = eventbus.dispatching.make_payload(jobs.Record(n))
     try:
         raise RuntimeError(f"broken {n}")
     except RuntimeError as exc:
-        eventbus.failed.store().log("redis", "default", payload.to_json(), describe_exception(exc), payload.uuid)  # type: ignore[attr-defined]
+        eventbus.runtime.failed_store().log("redis", "default", payload.to_json(), describe_exception(exc), payload.uuid)
     return payload.uuid
 
 
@@ -51,7 +51,7 @@ def test_retry_pushes_back_with_attempts_reset_and_the_same_uuid(use_redis: redi
     [raw] = eventbus.connection().peek()
     doc = json.loads(raw)
     assert doc["uuid"] == uuid and doc["attempts"] == 0
-    assert eventbus.failed.store().all() == []  # type: ignore[attr-defined]
+    assert eventbus.runtime.failed_store().all() == []
 
 
 def test_retry_all_and_unknown_uuid(use_redis: redis.Redis) -> None:

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 
 import eventbus
 from apps import jobs
-from helpers import PG_URL, database_reason, wait_for
+from helpers import PG_URL, REDIS_URL, database_reason, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -37,7 +37,7 @@ def _kill_clients_repeatedly(kill: object, stop: threading.Event) -> None:
 
 
 def test_worker_rides_out_redis_dropping_its_connections(use_redis: redis.Redis, start_worker: object) -> None:
-    admin = redis.Redis.from_url("redis://127.0.0.1:6379/15")
+    admin = redis.Redis.from_url(REDIS_URL)
     for n in range(30):
         jobs.Counted(n).dispatch()
         jobs.Record(n, sleep=0.1).dispatch()

@@ -42,7 +42,7 @@ def db_env(url: str, **extra: str) -> dict[str, str]:
 
 def test_four_workers_drain_2000_jobs_each_exactly_once(db_url: str, redis_client: redis.Redis,
                                                         start_worker: object) -> None:
-    eventbus.connection().bulk([eventbus.jobs.make_payload(jobs.Counted(n)) for n in range(2000)])
+    eventbus.connection().bulk([eventbus.dispatching.make_payload(jobs.Counted(n)) for n in range(2000)])
     workers = [start_worker("--stop-when-empty", "--quiet", "--sleep", "0", env=db_env(db_url)) for _ in range(4)]
     assert [w.wait(180) for w in workers] == [0, 0, 0, 0]
     counts = {int(k): int(v) for k, v in redis_client.hgetall("trace:count").items()}
@@ -80,7 +80,7 @@ def test_delayed_release_and_failed_store_round_trip(db_url: str, redis_client: 
     attempts = [a.split(":") for a in traces(redis_client, "attempt")]
     assert [a[1] for a in attempts] == ["1", "2", "3"]
     assert float(attempts[1][2]) - float(attempts[0][2]) >= 0.2  # backoff
-    store = eventbus.failed.store()  # type: ignore[attr-defined]
+    store = eventbus.runtime.failed_store()  # type: ignore[attr-defined]
     assert [r.uuid for r in store.all()] == [uuid]
     from click.testing import CliRunner
 
@@ -97,7 +97,7 @@ def test_corrupt_payload_row_goes_to_failed_jobs(db_url: str, redis_client: redi
     jobs.Record(5).dispatch()
     code, _, _ = run_worker(start_worker, "--stop-when-empty", env=db_env(db_url))
     assert code == 0 and traces(redis_client, "ran") == ["5"]
-    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    [record] = eventbus.runtime.failed_store().all()
     assert record.payload == "{corrupt" and "payload is not JSON" in record.exception
 
 

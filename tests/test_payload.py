@@ -7,9 +7,9 @@ import json
 import pytest
 
 import eventbus
-from eventbus import config
+from eventbus import runtime, urls
 from eventbus.errors import ConfigurationError, DeserializationError
-from eventbus.jobs import make_payload
+from eventbus.dispatching import make_payload
 from eventbus.payload import Payload, sign, verify
 
 
@@ -63,7 +63,7 @@ def test_signature_detects_tampering() -> None:
 
 
 def test_defaults_without_configuration() -> None:
-    s = config.settings()
+    s = runtime.settings()
     assert s.default == "database"
     assert s.connection_config()["url"] == "sqlite:///eventbus.sqlite3"
     assert s.connection_config("redis")["url"] == "redis://127.0.0.1:6379/0"
@@ -73,9 +73,9 @@ def test_defaults_without_configuration() -> None:
 def test_environment_is_read_at_first_use(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("EVENTBUS_CONNECTION", "redis")
     monkeypatch.setenv("EVENTBUS_REDIS_URL", "redis://10.0.0.1:6390/3")
-    assert config.settings().default == "redis"
-    assert config.settings().connection_config()["url"] == "redis://10.0.0.1:6390/3"
-    assert config.settings().failed == "redis://10.0.0.1:6390/3"
+    assert runtime.settings().default == "redis"
+    assert runtime.settings().connection_config()["url"] == "redis://10.0.0.1:6390/3"
+    assert runtime.settings().failed == "redis://10.0.0.1:6390/3"
 
 
 def test_connections_merge_by_name() -> None:
@@ -103,4 +103,4 @@ def test_unknown_connection_names_the_connection() -> None:
 
 
 def test_redact_url_hides_the_password() -> None:
-    assert config.redact_url("postgresql://u:secret@h:5/db") == "postgresql://u:***@h:5/db"
+    assert urls.redact_url("postgresql://u:secret@h:5/db") == "postgresql://u:***@h:5/db"

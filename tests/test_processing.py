@@ -20,14 +20,14 @@ from eventbus import (
     WorkerStopping,
 )
 from eventbus.worker import Worker, WorkerOptions
-from helpers import traces
+from helpers import REDIS_URL, traces
 
 QUEUE_EVENTS = (JobQueued, JobProcessing, JobProcessed, JobExceptionOccurred, JobReleasedAfterException,
                 JobFailed, Looping, WorkerStopping)
 
 
 def drain(**options: object) -> int:
-    return Worker(options=WorkerOptions(stop_when_empty=True, sleep_s=0, **options)).run()  # type: ignore[arg-type]
+    return Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, **options)).run()  # type: ignore[arg-type]
 
 
 @pytest.fixture
@@ -63,14 +63,14 @@ def test_self_fail_ends_retries_at_once(use_redis: redis.Redis) -> None:
     assert drain() == 0
     assert traces(use_redis, "attempt") == ["1"]
     assert traces(use_redis, "failed") == ["ManuallyFailedError:the upstream said no"]
-    assert len(eventbus.failed.store().all()) == 1  # type: ignore[attr-defined]
+    assert len(eventbus.runtime.failed_store().all()) == 1
 
 
 def test_self_delete_is_not_undone_by_a_later_exception(use_redis: redis.Redis) -> None:
     jobs.SelfDeleting().dispatch()
     assert drain() == 0
     assert traces(use_redis, "attempt") == ["1"]
-    assert eventbus.connection().size() == 0 and eventbus.failed.store().all() == []  # type: ignore[attr-defined]
+    assert eventbus.connection().size() == 0 and eventbus.runtime.failed_store().all() == []
 
 
 def test_worker_restores_signal_handlers(use_redis: redis.Redis) -> None:
@@ -156,7 +156,7 @@ def test_a_missing_model_fails_the_job_at_once(use_redis: redis.Redis) -> None:
     uuid = CloseAccount(ACCOUNTS[1]).dispatch()
     del ACCOUNTS[1]
     assert drain() == 0
-    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    [record] = eventbus.runtime.failed_store().all()
     assert record.uuid == uuid and "ModelNotFoundError" in record.summary
     assert eventbus.connection().size() == 0
 
@@ -166,7 +166,7 @@ def test_delete_when_missing_models(use_redis: redis.Redis) -> None:
     CloseAccountQuietly(ACCOUNTS[2]).dispatch()
     del ACCOUNTS[2]
     assert drain() == 0
-    assert eventbus.failed.store().all() == [] and eventbus.connection().size() == 0  # type: ignore[attr-defined]
+    assert eventbus.runtime.failed_store().all() == [] and eventbus.connection().size() == 0
 
 
 class Secret(eventbus.Job):
@@ -183,7 +183,7 @@ SECRETS: list[str] = []
 
 
 def test_encrypted_jobs_never_show_their_state(use_redis: redis.Redis) -> None:
-    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}},
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": REDIS_URL}},
                        default="redis", key="k" * 32)
     Secret("4111 1111 1111 1111").dispatch()
     [raw] = eventbus.connection().peek()
@@ -192,13 +192,13 @@ def test_encrypted_jobs_never_show_their_state(use_redis: redis.Redis) -> None:
 
 
 def test_encrypted_job_with_the_wrong_key_fails_with_a_reason(use_redis: redis.Redis) -> None:
-    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}},
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": REDIS_URL}},
                        default="redis", key="right")
     Secret("x").dispatch()
-    eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://127.0.0.1:6379/15"}},
+    eventbus.configure(connections={"redis": {"driver": "redis", "url": REDIS_URL}},
                        default="redis", key="wrong")
     assert drain() == 0
-    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    [record] = eventbus.runtime.failed_store().all()
     assert "signature does not match" in record.summary or "cannot decrypt" in record.summary
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import signal
 import time
 
@@ -50,7 +51,7 @@ def test_retries_with_backoff_then_failed_once_and_a_record(use_redis: redis.Red
     assert gaps[0] >= 0.2 and gaps[1] >= 0.4, gaps  # backoff [0.2, 0.4]
     assert traces(use_redis, "failed") == ["7:RuntimeError:flaky 7 failed on attempt 3"]
     assert out.count("RELEASED") == 2 and out.count("FAIL") == 1
-    record = eventbus.failed.store().find(uuid)  # type: ignore[attr-defined]
+    record = eventbus.runtime.failed_store().find(uuid)
     assert record is not None and record.queue == "default" and record.connection == "redis"
     assert record.summary == "RuntimeError: flaky 7 failed on attempt 3"
     assert "Traceback" in record.exception and "in handle" in record.exception
@@ -64,7 +65,7 @@ def test_worker_tries_option_applies_when_the_job_has_none(use_redis: redis.Redi
     assert code == 0
     assert traces(use_redis, "failed") == ["hook ran"]  # failed() once, after 2 tries
     assert "the failed() hook of" in err  # a broken hook is logged, the worker goes on
-    assert len(eventbus.failed.store().all()) == 1  # type: ignore[attr-defined]
+    assert len(eventbus.runtime.failed_store().all()) == 1
 
 
 def test_max_exceptions_fails_before_tries_run_out(use_redis: redis.Redis, start_worker: object) -> None:
@@ -113,7 +114,7 @@ def test_timeout_interrupts_counts_and_fails_at_once(use_redis: redis.Redis, sta
     assert time.monotonic() - started < 10  # not left reserved until retry_after (90s)
     assert traces(use_redis, "attempt") == ["1", "2"]
     assert traces(use_redis, "failed") == ["JobTimeoutError:apps.jobs.Slow timed out after 1 seconds"]
-    record = eventbus.failed.store().all()[0]  # type: ignore[attr-defined]
+    record = eventbus.runtime.failed_store().all()[0]
     assert "timed out" in record.summary
 
 
@@ -123,7 +124,7 @@ def test_a_job_that_cannot_be_interrupted_ends_the_worker(use_redis: redis.Redis
     assert code == 1
     assert "could not be interrupted" in err
     assert traces(use_redis, "failed") == ["JobTimeoutError:apps.jobs.Stubborn timed out and could not be interrupted"]
-    assert eventbus.connection().size() == 0 and len(eventbus.failed.store().all()) == 1  # type: ignore[attr-defined]
+    assert eventbus.connection().size() == 0 and len(eventbus.runtime.failed_store().all()) == 1
 
 
 def test_sigterm_lets_the_current_job_finish(use_redis: redis.Redis, start_worker: object) -> None:
@@ -162,7 +163,7 @@ def test_kill_9_mid_job_and_the_job_runs_again_after_retry_after(use_redis: redi
 
 
 def test_two_workers_never_run_the_same_job(use_redis: redis.Redis, start_worker: object) -> None:
-    eventbus.connection().bulk([eventbus.jobs.make_payload(jobs.Counted(n)) for n in range(400)])
+    eventbus.connection().bulk([eventbus.dispatching.make_payload(jobs.Counted(n)) for n in range(400)])
     a = start_worker("--stop-when-empty", "--quiet")
     b = start_worker("--stop-when-empty", "--quiet")
     assert a.wait() == 0 and b.wait() == 0
@@ -258,7 +259,7 @@ def test_refused_payloads_go_to_the_failed_store_and_the_worker_goes_on(
     jobs.Record(1).dispatch()
     code, out, _ = run_worker(start_worker, "--stop-when-empty")
     assert code == 0 and traces(use_redis, "ran") == ["1"]
-    records = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    records = eventbus.runtime.failed_store().all()
     assert len(records) == 1 and reason in records[0].exception and records[0].payload == raw
     assert q.size() == 0
 
@@ -270,7 +271,7 @@ def test_signed_payloads(use_redis: redis.Redis, start_worker: object) -> None:
     jobs.Record(2).dispatch()  # unsigned
     code, _, _ = run_worker(start_worker, "--stop-when-empty", env={"EVENTBUS_KEY": "k1"})
     assert code == 0 and traces(use_redis, "ran") == ["1"]
-    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    [record] = eventbus.runtime.failed_store().all()
     assert "signature does not match" in record.summary
 
 
@@ -301,6 +302,26 @@ def test_processes_supervises_and_forwards_sigterm(use_redis: redis.Redis, start
     w.signal(signal.SIGTERM)
     assert w.wait(20) == 0
     assert _children(w.proc.pid) == []
+
+
+def test_children_stop_when_their_supervisor_is_killed(use_redis: redis.Redis, start_worker: object) -> None:
+    import os
+
+    w = start_worker("--processes", "2", "--sleep", "0.1")
+    wait_for(lambda: len(_children(w.proc.pid)) == 2, timeout=15)
+    children = _children(w.proc.pid)
+    for child in children:
+        wait_until_catching(child, signal.SIGTERM)
+    os.kill(w.proc.pid, signal.SIGKILL)  # no chance to forward anything
+    w.proc.wait()
+
+    def gone(pid: int) -> bool:
+        try:
+            return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+        except OSError:
+            return True
+
+    wait_for(lambda: all(gone(c) for c in children), timeout=15)  # orphans would steal jobs forever
 
 
 def _children(pid: int) -> list[int]:

@@ -11,13 +11,17 @@ from __future__ import annotations
 import abc
 import dataclasses
 import datetime as dt
+import difflib
 import json
+import math
 import time
-from collections.abc import Iterable, Sequence
-from typing import Any
+import uuid as uuid_module
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, ClassVar
 
-from eventbus.errors import DeserializationError
+from eventbus.errors import ConfigurationError, DeserializationError
 from eventbus.payload import Payload, uuid_of
+from eventbus.urls import redact_url
 
 Delay = float | int | dt.timedelta | dt.datetime
 
@@ -55,6 +59,8 @@ class QueueJob:
     failed: bool = False
     _payload: Payload | None = dataclasses.field(default=None, repr=False)
     _document: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
+    #: Set by whoever runs the job (the worker's processing): how ``fail()`` fails it for good.
+    on_fail: Callable[[QueueJob, BaseException], None] | None = dataclasses.field(default=None, repr=False)
 
     @property
     def connection_name(self) -> str:
@@ -99,6 +105,13 @@ class QueueJob:
         self.released = self.queue.release_reserved(self, delay_seconds(delay))
         return self.released
 
+    def fail(self, exc: BaseException) -> None:
+        """Fail the job for good, the way the code running it does (record, delete, ``failed()``)."""
+        if self.on_fail is not None:
+            self.on_fail(self, exc)
+        else:
+            self.mark_failed()
+
     def mark_failed(self) -> None:
         self.failed = True
 
@@ -108,15 +121,71 @@ class QueueJob:
 
 
 class Queue(abc.ABC):
-    """One connection's queues. ``queue=None`` everywhere means the connection's default queue."""
+    """One connection's queues. ``queue=None`` everywhere means the connection's default queue.
 
-    driver: str = ""
+    The facts about a driver live on its class, so nothing outside the driver's own file needs
+    to name it: the options a connection of it accepts (with their defaults), whether it needs a
+    URL, whether its reservations expire (so the worker's timeout must stay below
+    ``retry_after``), whether it runs jobs inline, and whether workers consume it (so
+    ``eventbus restart``/``down`` apply). A driver is one file plus one line in
+    :mod:`eventbus.queue.drivers`.
+    """
 
-    def __init__(self, connection_name: str, config: dict[str, Any]) -> None:
+    #: The name connections use in ``{"driver": ...}``.
+    driver: ClassVar[str] = ""
+    #: Options a connection accepts besides ``driver`` and ``url``, with their defaults.
+    defaults: ClassVar[Mapping[str, Any]] = {"queue": "default"}
+    #: A URL every connection of this driver needs (shown in the error when it is missing).
+    example_url: ClassVar[str | None] = None
+    #: URL schemes accepted (empty: any scheme the driver's own check accepts).
+    url_schemes: ClassVar[tuple[str, ...]] = ()
+    #: Reservations expire after ``retry_after``; a worker's timeout must stay below it.
+    holds_reservations: ClassVar[bool] = False
+    #: A push runs the job at once in the caller (the ``sync`` driver).
+    runs_inline: ClassVar[bool] = False
+    #: Worker processes take jobs from it, so worker signals (restart, down) apply.
+    has_workers: ClassVar[bool] = False
+
+    def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         self.connection_name = connection_name
-        self.config = config
-        self.default_queue: str = config.get("queue", "default")
+        self.config = dict(config)
+        self.default_queue: str = str(config.get("queue", "default"))
         self.retry_after: float = float(config.get("retry_after", 90.0))
+
+    # -- configuration ------------------------------------------------------------------------
+    @classmethod
+    def validate_config(cls, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """The connection's options with defaults filled in; ConfigurationError naming the key."""
+        known = {"driver", "url", *cls.defaults}
+        for key in config:
+            if key not in known:
+                hint = difflib.get_close_matches(str(key), sorted(known), n=1)
+                suggestion = f" (did you mean {hint[0]!r}?)" if hint else ""
+                raise ConfigurationError(
+                    f"connection {name!r} has unknown option {key!r}{suggestion}; the {cls.driver} "
+                    f"driver takes {', '.join(sorted(known))}", connection=name)
+        merged = {**cls.defaults, **config}
+        if cls.example_url is not None:
+            url = merged.get("url")
+            if not isinstance(url, str) or "://" not in url:
+                raise ConfigurationError(f"connection {name!r} needs a 'url' such as {cls.example_url}",
+                                         connection=name)
+            if cls.url_schemes and url.split("://", 1)[0] not in cls.url_schemes:
+                raise ConfigurationError(
+                    f"connection {name!r} has a bad {cls.driver} URL {redact_url(url)!r} "
+                    f"(expected {cls.example_url})", connection=name)
+        for key in ("retry_after", "block_for"):
+            value = merged.get(key)
+            if key in merged and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                  or not math.isfinite(value) or value < 0):
+                raise ConfigurationError(f"connection {name!r}: {key!r} must be a number of seconds >= 0",
+                                         connection=name)
+        return merged
+
+    @classmethod
+    def failed_store_url(cls, config: Mapping[str, Any]) -> str | None:
+        """Where this connection's failed jobs live by default (None: the embedded SQLite file)."""
+        return None
 
     def queue_name(self, queue: str | None) -> str:
         return queue or self.default_queue
@@ -134,6 +203,11 @@ class Queue(abc.ABC):
     @abc.abstractmethod
     def push_raw(self, payload: str, queue: str | None = None, *, delay: float = 0.0) -> str:
         """Store ``payload`` as is. Idempotent by the payload's uuid while that job exists."""
+
+    def inline_job(self, payload: str, queue: str | None = None) -> QueueJob:
+        """The job as a caller runs it at once (``runs_inline`` drivers): attempt 1, no reservation."""
+        return QueueJob(queue=self, queue_name=self.queue_name(queue), job_id=id_for(payload),
+                        raw=payload, attempts=1)
 
     # -- popping -----------------------------------------------------------------------------
     @abc.abstractmethod
@@ -190,14 +264,4 @@ class Queue(abc.ABC):
 
 def id_for(raw: str) -> str:
     """A payload's own uuid when it has one; otherwise a fresh id (text that is not JSON)."""
-    import uuid
-
-    return uuid_of(raw) or str(uuid.uuid4())
-
-
-def is_json(raw: str) -> bool:
-    try:
-        json.loads(raw)
-    except ValueError:
-        return False
-    return True
+    return uuid_of(raw) or str(uuid_module.uuid4())

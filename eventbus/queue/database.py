@@ -16,14 +16,14 @@ from __future__ import annotations
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from eventbus.payload import Payload, attempts_of
-from eventbus.queue.base import Queue, QueueJob, id_for
+from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates, worker_engine_for
 
@@ -64,8 +64,17 @@ def signals_table(metadata: sa.MetaData) -> sa.Table:
 
 class DatabaseQueue(Queue):
     driver = "database"
+    defaults = {"queue": "default", "retry_after": 90.0, "table": "jobs"}
+    example_url = "sqlite:///eventbus.sqlite3"
+    holds_reservations = True
+    has_workers = True
 
-    def __init__(self, connection_name: str, config: dict[str, Any]) -> None:
+    @classmethod
+    def failed_store_url(cls, config: Mapping[str, Any]) -> str | None:
+        """Failed jobs live in the same database, table ``failed_jobs``."""
+        return str(config["url"])
+
+    def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         super().__init__(connection_name, config)
         self.url: str = config["url"]
         self.engine = engine_for(self.url)
@@ -126,8 +135,6 @@ class DatabaseQueue(Queue):
         return str(row["uuid"])
 
     def later(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
-        from eventbus.queue.base import delay_seconds
-
         row = self._row(payload.to_json(), queue, delay_seconds(delay), payload)
         self._guard("push", lambda: self._insert([row]))
         return str(row["uuid"])
@@ -379,24 +386,3 @@ class DatabaseQueue(Queue):
                     conn.execute(sa.insert(s).values(name=name, value=value))
 
         self._guard("signal", run)
-
-
-def migrate_all() -> list[str]:
-    """Create the tables of every database connection and of the database failed store."""
-    from eventbus import failed
-    from eventbus.config import settings
-    from eventbus.connections import connection
-
-    lines = []
-    cfg = settings()
-    for name, conf in cfg.connections.items():
-        if conf["driver"] == "database":
-            queue = connection(name)
-            assert isinstance(queue, DatabaseQueue)
-            tables = queue.migrate()
-            lines.append(f"{name}: {', '.join(tables)} ready")
-    store = failed.store()
-    migrate = getattr(store, "migrate", None)
-    if callable(migrate):
-        lines.append(f"failed job store: {', '.join(migrate())} ready")
-    return lines

@@ -1,4 +1,9 @@
-"""The null driver: accepts everything and keeps nothing (Laravel's NullQueue)."""
+"""The null driver: accepts everything and keeps nothing (Laravel's NullQueue).
+
+It is also the smallest complete driver: the shape a new driver file takes (facts as class
+attributes, the abstract methods of :class:`~eventbus.queue.base.Queue`), plus one line in
+:mod:`eventbus.queue.drivers`.
+"""
 
 from __future__ import annotations
 

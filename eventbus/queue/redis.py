@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -29,10 +29,10 @@ from redis.cluster import RedisCluster
 from redis.exceptions import ClusterDownError
 from redis.retry import Retry
 
-from eventbus.config import redact_url
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.payload import Payload, attempts_of
 from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
+from eventbus.urls import redact_url
 
 T = TypeVar("T")
 LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError)
@@ -65,8 +65,22 @@ def load_script(client: Any, name: str) -> Any:
 
 class RedisQueue(Queue):
     driver = "redis"
+    defaults = {"queue": "default", "retry_after": 90.0, "block_for": 5.0, "prefix": "queues:",
+                "migration_batch_size": 100, "cluster": False}
+    example_url = "redis://127.0.0.1:6379/0"
+    url_schemes = ("redis", "rediss", "unix")
+    holds_reservations = True
+    has_workers = True
 
-    def __init__(self, connection_name: str, config: dict[str, Any]) -> None:
+    @classmethod
+    def failed_store_url(cls, config: Mapping[str, Any]) -> str | None:
+        """Failed jobs live in the same Redis (on a cluster: on one hash tag, see failed.redis)."""
+        url = str(config["url"])
+        if config.get("cluster"):
+            return f"{url}{'&' if '?' in url else '?'}cluster=1"
+        return url
+
+    def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         super().__init__(connection_name, config)
         self.url: str = config["url"]
         self.prefix: str = config.get("prefix", "queues:")
@@ -213,9 +227,6 @@ class RedisQueue(Queue):
         bodies = self._call("peek", lambda: self._scripts["peek"](
             keys=[self.key(queue), self.key(queue, "bodies")], args=[limit]))
         return [b.decode("utf-8", errors="surrogateescape") for b in bodies]
-
-    def reserved_count(self, queue: str | None = None) -> int:
-        return int(self._call("size", lambda: self.redis.zcard(self.key(queue, "reserved"))))
 
     # -- worker support -----------------------------------------------------------------------
     def record_exception(self, uuid: str) -> int:

@@ -7,9 +7,9 @@ import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from eventbus import jobs
-from eventbus.dispatcher import EventBus, bus, key_name
-from eventbus.jobs import Destination
+from eventbus import dispatching
+from eventbus.event_bus import EventBus, bus, key_name
+from eventbus.dispatching import Destination
 from eventbus.payload import Payload
 
 Predicate = Callable[[Any], bool] | None
@@ -163,8 +163,8 @@ def fake_events(*only: Any, target: EventBus = bus) -> Iterator[EventFake]:
 def fake_queue() -> Iterator[QueueFake]:
     """Record pushed jobs (dispatch, queued listeners, queued notifications) instead of queueing."""
     fake = QueueFake()
-    jobs.push_interceptors.append(fake)
+    dispatching.push_interceptors.append(fake)
     try:
         yield fake
     finally:
-        jobs.push_interceptors.remove(fake)
+        dispatching.push_interceptors.remove(fake)

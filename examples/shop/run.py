@@ -43,7 +43,7 @@ def main() -> int:
     stored = notifications_for(CUSTOMERS[1])
     if stored:
         print(f"database notification: {stored[0].data}")
-    print(f"{queue.size()} job(s) left; failed jobs: {len(__import__('eventbus.failed').failed.store().all())}")
+    print(f"{queue.size()} job(s) left; failed jobs: {len(eventbus.failed_store().all())}")
     return 0
 
 

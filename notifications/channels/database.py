@@ -16,7 +16,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from eventbus import registry
-from eventbus.config import DEFAULT_SQLITE_URL, settings
+from eventbus.config import DEFAULT_SQLITE_URL
+from eventbus.runtime import settings
 from eventbus.sql import engine_for, ensure_tables, guarded
 from notifications.notifiable import notifiable_key
 

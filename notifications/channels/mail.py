@@ -6,7 +6,7 @@ import email.message
 import email.utils
 from typing import Any
 
-from eventbus.config import settings
+from eventbus.runtime import settings
 from notifications.mail.message import MailMessage
 from notifications.mail.render import render
 from notifications.mail.transports import transport_from_url

@@ -21,7 +21,8 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import httpx
 
 from eventbus import ConfigurationError
-from eventbus.config import redact_url, settings
+from eventbus.runtime import settings
+from eventbus.urls import redact_url
 from notifications.errors import DeliveryError
 
 log = logging.getLogger(__name__)

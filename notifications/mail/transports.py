@@ -30,7 +30,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 import aiosmtplib
 
 from eventbus import ConfigurationError
-from eventbus.config import redact_url
+from eventbus.urls import redact_url
 from notifications.errors import DeliveryError
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,8 @@ import redis
 
 import eventbus
 
-TRACE = redis.Redis.from_url(os.environ.get("TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
+TRACE = redis.Redis.from_url(os.environ.get("TEST_REDIS_URL")
+                            or os.environ.get("EVENTBUS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15"))
 
 if os.environ.get("TEST_CLUSTER_URL"):
     eventbus.configure(default="cluster", connections={"cluster": {

@@ -117,5 +117,5 @@ def test_a_worker_on_a_cluster(cluster_url: str, redis_client: redis.Redis, star
     w.signal(signal.SIGTERM)
     assert w.wait() == 0
     assert sorted(map(int, traces(redis_client, "ran"))) == list(range(10))
-    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    [record] = eventbus.runtime.failed_store().all()
     assert record.queue == "low" and "flaky 99" in record.summary

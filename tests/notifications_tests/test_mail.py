@@ -8,7 +8,7 @@ import pathlib
 import pytest
 
 import eventbus
-from eventbus import _aio
+from eventbus import aio
 from notifications import MailMessage, Notifiable, Notification, NotificationFailedError
 from notifications.channels.mail import MailChannel, build_email
 from notifications.mail import LogTransport, render, set_template_dirs, transport_from_url
@@ -114,14 +114,14 @@ def test_connection_is_reused_across_messages_and_reopened_after_a_drop(smtp_ser
     channel = MailChannel(transport_from_url(f"smtp://127.0.0.1:{port}"))
     user = User(1, "ada@example.com")
     for _ in range(3):
-        _aio.run(channel.send(user, Welcome("Ada")))
+        aio.run(channel.send(user, Welcome("Ada")))
     assert channel.transport.connections_opened == 1 and len(inbox.sessions) == 1
-    _aio.run(channel.transport.close_loop(id(_aio.loop())))
-    _aio.run(channel.send(user, Welcome("Ada")))
+    aio.run(channel.transport.close_loop(id(aio.loop())))
+    aio.run(channel.send(user, Welcome("Ada")))
     assert channel.transport.connections_opened == 2 and len(inbox.envelopes) == 4
     off = MailChannel(transport_from_url(f"smtp://127.0.0.1:{port}?reuse=0"))
     for _ in range(2):
-        _aio.run(off.send(user, Welcome("Ada")))
+        aio.run(off.send(user, Welcome("Ada")))
     assert off.transport.connections_opened == 2
 
 

@@ -278,7 +278,7 @@ def test_queued_mail_arrives_while_failing_sms_is_retried_and_failed(
     assert [m["Subject"] for m in inbox.messages] == ["Order 42 shipped"]
     assert len(stub.requests) == 2  # tries = 2
     assert traces(use_redis, "notification_failed") == ["sms:DeliveryError"]
-    [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
+    [record] = eventbus.runtime.failed_store().all()
     assert "via sms" in record.display_name and "Twilio refused the SMS (503" in record.summary
     from notifications.channels import database
 

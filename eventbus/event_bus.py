@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 import blinker
 
-from eventbus import _aio
+from eventbus import aio
 
 Listener = Callable[..., Any]
 EventKey = type | str
@@ -183,7 +183,7 @@ class EventBus:
         name, regs = prepared
         results: list[Any] = []
         for reg in regs:
-            result = _aio.resolve(self._call(reg, name, event, payload))
+            result = aio.resolve(self._call(reg, name, event, payload))
             if result is False:
                 break
             results.append(result)
@@ -196,7 +196,7 @@ class EventBus:
             return None
         name, regs = prepared
         for reg in regs:
-            result = _aio.resolve(self._call(reg, name, event, payload))
+            result = aio.resolve(self._call(reg, name, event, payload))
             if result is not None:
                 return result
         return None

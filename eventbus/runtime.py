@@ -1,0 +1,179 @@
+"""The composition root: the one place that holds process state.
+
+Settings, the queue object of each connection, the failed job store and the SQL engines are
+built here on first use and dropped together by :func:`reset` (and, for connections and stores,
+by a new :func:`configure`). Everything else receives its collaborators from here instead of
+keeping caches of its own. Add-ons join in with hooks:
+
+- :func:`on_configure` — validate or apply new settings (``notifications`` checks its mail and
+  SMS URLs); a hook registered after ``configure()`` ran is called at once with the settings.
+- :func:`on_reset` — drop what was built from the old settings (cached mail transports).
+- :func:`on_migrate` — create tables (``eventbus migrate``); returns lines to print.
+
+Nothing here runs at import time: the environment is read by :func:`configure` or, without it,
+by the first :func:`settings` call.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from eventbus import registry, sql
+from eventbus.config import Settings, build_settings, refuse_unknown_settings
+from eventbus.failed import FailedJobStore, store_for
+from eventbus.queue.base import Queue
+from eventbus.queue.drivers import driver_class
+
+ConfigureHook = Callable[[Settings], None]
+ResetHook = Callable[[], None]
+MigrateHook = Callable[[], Iterable[str]]
+
+_lock = threading.RLock()
+_settings: Settings | None = None
+_configured = False
+_queues: dict[str, Queue] = {}
+_failed: dict[str, FailedJobStore] = {}
+_configure_hooks: list[ConfigureHook] = []
+_reset_hooks: list[ResetHook] = []
+_migrate_hooks: list[MigrateHook] = []
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+def configure(
+    default: str | None = None,
+    connections: Mapping[str, Mapping[str, Any]] | None = None,
+    failed: str | None = None,
+    mail: str | None = None,
+    sms: str | None = None,
+    trusted: Iterable[str] = (),
+    key: str | None = None,
+    mail_from: str | None = None,
+    **unknown: Any,
+) -> Settings:
+    """Configure the default bus. Unset values come from EVENTBUS_* variables, then defaults.
+
+    ``connections`` merges with the built-in ``database``, ``redis``, ``sync`` and ``null``
+    connections by name. ``trusted`` adds module prefixes whose classes payloads may name.
+    Calling it again replaces the previous configuration and closes open connections; an
+    unknown keyword is a :class:`~eventbus.ConfigurationError` naming it.
+    """
+    global _settings, _configured
+    refuse_unknown_settings(unknown)
+    new = build_settings(default=default, connections=connections, failed=failed, mail=mail,
+                         sms=sms, key=key, mail_from=mail_from)
+    for hook in list(_configure_hooks):
+        hook(new)
+    registry.trust(*trusted)
+    with _lock:
+        _settings, _configured = new, True
+    _close_built()
+    return new
+
+
+def settings() -> Settings:
+    """The current settings; built from the environment on first use if never configured."""
+    global _settings
+    with _lock:
+        if _settings is None:
+            _settings = build_settings()
+        return _settings
+
+
+# -- what the settings build ------------------------------------------------------------------
+
+def connection(name: str | None = None) -> Queue:
+    """The queue object of the named (or default) connection, built once per process."""
+    current = settings()
+    name = name or current.default
+    with _lock:
+        queue = _queues.get(name)
+        if queue is None:
+            config = current.connection_config(name)
+            queue = _queues[name] = driver_class(config["driver"])(name, config)
+        return queue
+
+
+def connection_names(*, with_workers: bool = False) -> list[str]:
+    """Every configured connection (only those that workers consume, with ``with_workers``)."""
+    current = settings()
+    return [name for name, conf in current.connections.items()
+            if not with_workers or driver_class(conf["driver"]).has_workers]
+
+
+def failed_store() -> FailedJobStore:
+    """The failed job store (``EVENTBUS_FAILED_URL`` or ``configure(failed=...)``)."""
+    url = settings().failed
+    with _lock:
+        store = _failed.get(url)
+        if store is None:
+            store = _failed[url] = store_for(url)
+        return store
+
+
+def migrate() -> list[str]:
+    """Create every table eventbus and its add-ons use; return one line per thing made ready."""
+    lines = []
+    for name in connection_names():
+        queue = connection(name)
+        make_tables = getattr(queue, "migrate", None)
+        if callable(make_tables):
+            lines.append(f"{name}: {', '.join(make_tables())} ready")
+    make_failed = getattr(failed_store(), "migrate", None)
+    if callable(make_failed):
+        lines.append(f"failed job store: {', '.join(make_failed())} ready")
+    for hook in list(_migrate_hooks):
+        lines.extend(hook())
+    return lines
+
+
+# -- hooks ------------------------------------------------------------------------------------
+
+def on_configure(hook: ConfigureHook) -> ConfigureHook:
+    """Call ``hook(settings)`` on every ``configure()`` (and now, if it already ran)."""
+    with _lock:
+        _configure_hooks.append(hook)
+        current = _settings if _configured else None
+    if current is not None:
+        hook(current)
+    return hook
+
+
+def on_reset(hook: ResetHook) -> ResetHook:
+    """Call ``hook()`` whenever the settings change or the process state is reset."""
+    with _lock:
+        _reset_hooks.append(hook)
+    return hook
+
+
+def on_migrate(hook: MigrateHook) -> MigrateHook:
+    """Call ``hook()`` from ``eventbus migrate``; it creates its tables and returns lines to print."""
+    with _lock:
+        _migrate_hooks.append(hook)
+    return hook
+
+
+# -- resetting --------------------------------------------------------------------------------
+
+def _close_built() -> None:
+    with _lock:
+        queues, stores = list(_queues.values()), list(_failed.values())
+        _queues.clear()
+        _failed.clear()
+    for queue in queues:
+        queue.close()
+    for store in stores:
+        store.close()
+    for hook in list(_reset_hooks):
+        hook()
+
+
+def reset() -> None:
+    """Forget the configuration and everything built from it (tests); the next use starts over."""
+    global _settings, _configured
+    with _lock:
+        _settings, _configured = None, False
+    _close_built()
+    sql.reset()

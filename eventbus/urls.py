@@ -1,0 +1,67 @@
+"""URLs in settings: reading their query without form decoding, and printing them without secrets.
+
+Connection, mail and SMS settings are URLs that carry credentials. Anything that prints one (an
+error message, a log line, ``repr(settings())``) goes through :func:`redact_url`, which hides the
+password and every query value whose name says it is a secret, and never echoes a URL it cannot
+parse. Query strings are read with :func:`query_params`, which decodes ``%XX`` escapes but keeps
+``+`` as a plus sign: ``?from=+15550100`` is a phone number, not `` 15550100``.
+"""
+
+from __future__ import annotations
+
+from urllib.parse import unquote, urlsplit, urlunsplit
+
+SECRET_WORDS = ("password", "passwd", "pass", "secret", "token", "key", "auth", "credential",
+                "signature", "sig")
+REDACTED = "***"
+
+
+def query_params(query: str) -> dict[str, list[str]]:
+    """``a=1&b=%2B1&b=+2`` -> ``{"a": ["1"], "b": ["+1", "+2"]}`` (no form decoding)."""
+    params: dict[str, list[str]] = {}
+    for part in query.split("&"):
+        if not part:
+            continue
+        name, _, value = part.partition("=")
+        params.setdefault(unquote(name), []).append(unquote(value))
+    return params
+
+
+def last_param(params: dict[str, list[str]], name: str, default: str | None = None) -> str | None:
+    """The last value given for ``name`` (later values win, as in a command line)."""
+    values = params.get(name)
+    return values[-1] if values else default
+
+
+def is_secret_name(name: str) -> bool:
+    lowered = name.lower()
+    return any(word in lowered for word in SECRET_WORDS)
+
+
+def redact_url(url: str) -> str:
+    """The URL with its password and secret-looking query values replaced by ``***``.
+
+    A URL that cannot be parsed is never echoed (it may be a password pasted in the wrong place).
+    """
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "<unparseable URL>"
+    netloc = parts.netloc
+    if parts.password is not None or "@" in netloc:
+        user = parts.username or ""
+        host = parts.hostname or ""
+        if ":" in host:
+            host = f"[{host}]"
+        userinfo = f"{user}:{REDACTED}" if parts.password is not None else user
+        netloc = f"{userinfo}@{host}" + (f":{port}" if port else "")
+    query = "&".join(_redact_pair(pair) for pair in parts.query.split("&")) if parts.query else ""
+    return urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def _redact_pair(pair: str) -> str:
+    name, sep, value = pair.partition("=")
+    if sep and value and is_secret_name(unquote(name)):
+        return f"{name}={REDACTED}"
+    return pair
