@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import json
 import logging
 import os
 import sys
@@ -20,6 +21,7 @@ from importlib.metadata import entry_points
 import click
 
 from eventbus import control, registry, runtime
+from eventbus.display import printable
 from eventbus.errors import ConfigurationError, EventBusError
 from eventbus.event_bus import bus
 from eventbus.runtime import connection
@@ -27,6 +29,18 @@ from eventbus.supervisor import SUPERVISOR_PID_ENV, Supervisor
 from eventbus.worker import Worker, WorkerOptions
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+def say(text: object = "", *, err: bool = False) -> None:
+    """Print one line; text from payloads (names, queues, messages) never reaches the terminal raw."""
+    click.echo(printable(text), err=err)
+
+
+class PrintableFormatter(logging.Formatter):
+    """Log lines with control characters escaped (tracebacks keep their line breaks)."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return printable(super().format(record), keep_newlines=True)
 
 
 def load_app(module: str | None) -> None:
@@ -62,16 +76,17 @@ class EventBusGroup(click.Group):
         try:
             return super().invoke(ctx)
         except ConfigurationError as exc:
-            click.echo(f"eventbus: error: {exc}", err=True)
+            say(f"eventbus: error: {exc}", err=True)
             ctx.exit(2)
         except EventBusError as exc:
-            click.echo(f"eventbus: error: {exc}", err=True)
+            say(f"eventbus: error: {exc}", err=True)
             ctx.exit(1)
 
 
 def _setup(ctx: click.Context, quiet: bool = False) -> None:
-    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(PrintableFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, handlers=[handler])
     load_app(ctx.meta.get("eventbus.app"))
 
 
@@ -130,10 +145,14 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
       eventbus work --processes 4                   four supervised worker processes
     """
     _setup(ctx, quiet)
+    if not (ctx.meta.get("eventbus.app") or os.environ.get("EVENTBUS_APP")):
+        logging.getLogger("eventbus.worker").warning(
+            "no --app given (nor EVENTBUS_APP): this worker imports no app module, so it can only "
+            "run jobs whose classes it can import from trusted packages; pass --app YOUR_APP")
     if processes > 1:
         argv = _child_argv(ctx)
         stops = opts["once"] or opts["stop_when_empty"]
-        ctx.exit(Supervisor(argv, processes, restart=not stops).run())
+        ctx.exit(Supervisor(argv, processes, restart=not stops, name=opts["name"]).run())
     options = WorkerOptions(
         queues=tuple(q.strip() for q in queues.split(",") if q.strip()), name=opts["name"],
         sleep_s=opts["sleep"], tries=opts["tries"], backoff_s=_floats(opts["backoff"]),
@@ -148,13 +167,13 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
 
 
 def _child_argv(ctx: click.Context) -> list[str]:
-    """The same ``work`` command without ``--processes``."""
+    """The same ``work`` command without ``--processes`` and ``--name`` (each child gets its own)."""
     argv = ["work"]
     app = ctx.meta.get("eventbus.app")
     if app:
         argv += ["--app", app]
     for key, value in ctx.params.items():
-        if key == "processes" or value in (None, False, ""):
+        if key in ("processes", "name") or value in (None, False, ""):
             continue
         if key == "connection_name":
             argv.insert(1, value)
@@ -178,7 +197,7 @@ def failed_cmd(ctx: click.Context) -> None:
     _setup(ctx)
     records = _store().all()
     if not records:
-        click.echo("No failed jobs.")
+        say("No failed jobs.")
         return
     rows = [(r.uuid, r.connection, r.queue, r.display_name,
              dt.datetime.fromtimestamp(r.failed_at).strftime("%Y-%m-%d %H:%M:%S"), r.summary)
@@ -186,7 +205,7 @@ def failed_cmd(ctx: click.Context) -> None:
     header = ("UUID", "CONNECTION", "QUEUE", "JOB", "FAILED AT", "EXCEPTION")
     widths = [max(len(str(row[i])) for row in [header, *rows]) for i in range(5)]
     for row in [header, *rows]:
-        click.echo("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + str(row[5]))
+        say("  ".join(str(c).ljust(w) for c, w in zip(row, widths)) + "  " + str(row[5]))
 
 
 @main.command()
@@ -198,7 +217,7 @@ def retry(ctx: click.Context, uuids: tuple[str, ...]) -> None:
     _setup(ctx)
     done, missing = control.retry(None if uuids == ("all",) else list(uuids))
     for item in done:
-        click.echo(f"Pushed {item.uuid} ({item.display_name}) back onto {item.queue}.")
+        say(f"Pushed {item.uuid} ({item.display_name}) back onto {item.queue}.")
     if missing:
         raise EventBusError(f"no failed job with uuid {', '.join(missing)}")
 
@@ -211,7 +230,7 @@ def forget(ctx: click.Context, uuid: str) -> None:
     """Delete one failed job record."""
     _setup(ctx)
     control.forget(uuid)
-    click.echo(f"Forgot failed job {uuid}.")
+    say(f"Forgot failed job {uuid}.")
 
 
 @main.command()
@@ -220,7 +239,7 @@ def forget(ctx: click.Context, uuid: str) -> None:
 def flush(ctx: click.Context) -> None:
     """Delete every failed job record."""
     _setup(ctx)
-    click.echo(f"Deleted {control.flush()} failed jobs.")
+    say(f"Deleted {control.flush()} failed jobs.")
 
 
 @main.command("prune-failed")
@@ -230,7 +249,7 @@ def flush(ctx: click.Context) -> None:
 def prune_failed(ctx: click.Context, hours: float) -> None:
     """Delete failed job records older than --hours."""
     _setup(ctx)
-    click.echo(f"Deleted {control.flush(older_than_s=hours * 3600)} failed jobs.")
+    say(f"Deleted {control.flush(older_than_s=hours * 3600)} failed jobs.")
 
 
 # -- queues -----------------------------------------------------------------------------------
@@ -249,20 +268,42 @@ def clear(ctx: click.Context, connection_name: str | None, queues: str) -> None:
     _setup(ctx)
     q = connection(connection_name)
     for name in _queue_names(q, queues):
-        click.echo(f"Cleared {q.clear(name)} jobs from {q.connection_name}:{name}.")
+        say(f"Cleared {q.clear(name)} jobs from {q.connection_name}:{name}.")
+
+
+def _table(header: tuple[str, ...], rows: list[tuple[object, ...]], *, right: int = 1) -> None:
+    """Columns padded to their widest cell; the last ``right`` columns right-aligned (numbers)."""
+    cells = [[printable(c) for c in row] for row in [header, *rows]]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(header))]
+    split = len(header) - right
+    for row in cells:
+        left = [c.ljust(w) for c, w in zip(row[:split], widths[:split])]
+        nums = [c.rjust(w) for c, w in zip(row[split:], widths[split:])]
+        click.echo("  ".join(left + nums).rstrip())
 
 
 @main.command()
 @click.argument("connection_name", metavar="[CONNECTION]", required=False)
-@click.option("--queue", "queues", default="", help="Queues to count.")
+@click.option("--queue", "queues", default="", help="Queues to count (default: every queue with jobs).")
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per queue.")
 @app_option
 @click.pass_context
-def size(ctx: click.Context, connection_name: str | None, queues: str) -> None:
-    """Print the number of jobs (ready + delayed + reserved) per queue."""
+def size(ctx: click.Context, connection_name: str | None, queues: str, as_json: bool) -> None:
+    """Jobs per queue: ready, delayed, reserved and the total.
+
+    Without --queue, every queue of the connection that holds jobs.
+    """
     _setup(ctx)
     q = connection(connection_name)
-    for name in _queue_names(q, queues):
-        click.echo(f"{q.connection_name}:{name} {q.size(name)}")
+    names = [x.strip() for x in queues.split(",") if x.strip()] or q.queues() or [q.default_queue]
+    stats = [q.stats(name) for name in names]
+    if as_json:
+        for item in stats:
+            click.echo(json.dumps({"connection": q.connection_name, **item.to_dict()}))
+        return
+    _table(("QUEUE", "READY", "DELAYED", "RESERVED", "SIZE"),
+           [(f"{q.connection_name}:{s.queue}", s.ready, s.delayed, s.reserved, s.size) for s in stats],
+           right=4)
 
 
 main.add_command(size, "monitor")
@@ -278,13 +319,13 @@ def peek(ctx: click.Context, connection_name: str | None, queue: str | None, lim
     """Print the raw payloads of the oldest ready jobs, without reserving them."""
     _setup(ctx)
     for raw in connection(connection_name).peek(queue, limit):
-        click.echo(raw)
+        say(raw)
 
 
 def _told(result: tuple[list[str], list[str]]) -> str:
     told, warnings = result
     for warning in warnings:
-        click.echo(f"eventbus: warning: {warning}", err=True)
+        say(f"eventbus: warning: {warning}", err=True)
     return ", ".join(told)
 
 
@@ -294,7 +335,7 @@ def _told(result: tuple[list[str], list[str]]) -> str:
 def restart(ctx: click.Context) -> None:
     """Make every worker exit after its current job (their supervisor starts fresh ones)."""
     _setup(ctx)
-    click.echo(f"Told workers on {_told(control.restart())} to restart after their current job.")
+    say(f"Told workers on {_told(control.restart())} to restart after their current job.")
 
 
 @main.command()
@@ -303,7 +344,7 @@ def restart(ctx: click.Context) -> None:
 def down(ctx: click.Context) -> None:
     """Maintenance mode: workers finish their job and take no new ones (except with --force)."""
     _setup(ctx)
-    click.echo(f"Workers on {_told(control.down())} are paused until `eventbus up`.")
+    say(f"Workers on {_told(control.down())} are paused until `eventbus up`.")
 
 
 @main.command()
@@ -312,7 +353,7 @@ def down(ctx: click.Context) -> None:
 def up(ctx: click.Context) -> None:
     """Leave maintenance mode."""
     _setup(ctx)
-    click.echo(f"Workers on {_told(control.up())} take jobs again.")
+    say(f"Workers on {_told(control.up())} take jobs again.")
 
 
 @main.command()
@@ -322,7 +363,7 @@ def migrate(ctx: click.Context) -> None:
     """Create the database tables (jobs, failed_jobs, notifications) if missing."""
     _setup(ctx)
     for line in runtime.migrate():
-        click.echo(line)
+        say(line)
 
 
 @main.command()
@@ -333,11 +374,11 @@ def events(ctx: click.Context) -> None:
     _setup(ctx)
     listening = bus.listening()
     if not listening:
-        click.echo("No listeners registered (pass --app to load your app).")
+        say("No listeners registered (pass --app to load your app).")
     for name, regs in listening.items():
-        click.echo(name)
+        say(name)
         for reg in regs:
-            click.echo(f"  -> {reg.describe()}")
+            say(f"  -> {reg.describe()}")
 
 
 def load_commands() -> None:

@@ -70,8 +70,8 @@ def signal_workers(name: str, value: float | None) -> tuple[list[str], list[str]
     told, warnings = [], []
     for conn_name in runtime.connection_names(with_workers=True):
         try:
-            runtime.connection(conn_name).set_signal(name, value)
-            told.append(conn_name)
+            if runtime.connection(conn_name).set_signal(name, value):
+                told.append(conn_name)
         except EventBusError as exc:
             warnings.append(str(exc))
     if not told:

@@ -27,6 +27,7 @@ from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, delay_seconds
 from eventbus.runtime import connection as get_connection
 from eventbus.runtime import settings
+from eventbus.transactions import defer_if_in_transaction
 
 # -- payload building ---------------------------------------------------------------------------
 
@@ -64,7 +65,7 @@ def _retry_until_timestamp(value: Any) -> float | None:
 
 def command_name(command: Any) -> str:
     """The registered name of ``command``'s class; SerializationError when it has none."""
-    name = registry.dotted_name(type(command))
+    name = serializer.class_name(type(command), type(command).__qualname__)
     if not registry.is_registered(name):
         raise SerializationError(
             f"{name} cannot be queued: it is not registered (subclass eventbus.Job, "
@@ -177,12 +178,25 @@ def dispatch_next_in_chain(chained: list[dict[str, Any]]) -> None:
 # -- the public verbs ---------------------------------------------------------------------------
 
 def dispatch(job: Any, *, queue: str | None = None, delay: Delay | None = None,
-             connection: str | None = None) -> str:
+             connection: str | None = None, after_commit: bool | None = None) -> str:
     """Push ``job`` to its connection and queue (arguments win over its class options).
 
-    Returns the job's uuid. On the ``sync`` connection the job runs before this returns.
+    Returns the job's uuid. On the ``sync`` connection the job runs before this returns. With
+    ``after_commit`` (or the job's own ``after_commit = True``) a push made inside an
+    ``eventbus.after_commit()`` block waits for the block to end without an exception.
     """
-    return push_command(job, Destination.of(job, queue=queue, delay=delay, connection=connection))
+    destination = Destination.of(job, queue=queue, delay=delay, connection=connection)
+    payload = make_payload(job)
+    if holds_until_commit(job, after_commit):
+        defer_if_in_transaction(lambda: push_payload(payload, destination, job))
+    else:
+        push_payload(payload, destination, job)
+    return payload.uuid
+
+
+def holds_until_commit(command: Any, after_commit: bool | None = None) -> bool:
+    """The call's ``after_commit`` if given, else the command's own option."""
+    return bool(option(command, "after_commit", False) if after_commit is None else after_commit)
 
 
 def dispatch_sync(job: Any) -> Any:
@@ -198,14 +212,27 @@ class PendingChain:
             raise ValueError("chain() needs at least one job")
         self.jobs = list(jobs)
 
-    def dispatch(self, *, queue: str | None = None, connection: str | None = None) -> str:
+    def dispatch(self, *, queue: str | None = None, connection: str | None = None,
+                 after_commit: bool | None = None) -> str:
+        """Push the first job, carrying the others. The chain's ``queue``/``connection`` apply
+        only to steps that name none of their own (Laravel's PendingChain)."""
         rest = []
         for job in self.jobs[1:]:
-            dest = Destination.of(job, queue=queue, connection=connection)
-            rest.append({"destination": dest.to_dict(), "payload": make_payload(job).to_dict()})
+            rest.append({"destination": self._destination(job, queue, connection).to_dict(),
+                         "payload": make_payload(job).to_dict()})
         first = self.jobs[0]
-        return push_command(first, Destination.of(first, queue=queue, connection=connection),
-                            chained=rest)
+        payload = make_payload(first, chained=rest)
+        destination = self._destination(first, queue, connection)
+        if holds_until_commit(first, after_commit):
+            defer_if_in_transaction(lambda: push_payload(payload, destination, first))
+        else:
+            push_payload(payload, destination, first)
+        return payload.uuid
+
+    @staticmethod
+    def _destination(job: Any, queue: str | None, connection: str | None) -> Destination:
+        return Destination.of(job, queue=option(job, "queue") or queue,
+                              connection=option(job, "connection") or connection)
 
 
 def chain(jobs: Sequence[Any]) -> PendingChain:

@@ -44,6 +44,6 @@ def unseal(command: dict[str, Any], key: str | None) -> dict[str, Any]:
 
     try:
         data: dict[str, Any] = json.loads(_fernet(key).decrypt(command[MARKER].encode("ascii")))
-    except (InvalidToken, ValueError) as exc:
+    except (InvalidToken, ValueError, RecursionError) as exc:
         raise DeserializationError("cannot decrypt the job: wrong EVENTBUS_KEY or a damaged payload") from exc
     return data

@@ -52,18 +52,28 @@ _handler = CallQueuedHandler()
 
 def register_handler(name: str, handler: Any) -> None:
     """Allow payloads whose ``job`` is ``name``; ``handler.call(job, data)`` will run them."""
-    registry.register(handler, f"handler:{name}")
+    if not callable(getattr(handler, "call", None)):
+        raise TypeError(f"handler {name!r} needs a call(job, data) method")
+    registry.register_handler_object(name, handler)
 
 
-def resolve(payload: Payload, doc: dict[str, Any] | None = None) -> Any:
-    """The handler for a payload, after the signature check. Unknown names are refused."""
+def verify_signature(doc: dict[str, Any], *, job_uuid: str | None = None) -> None:
+    """With ``EVENTBUS_KEY`` set, refuse a document whose signature does not match.
+
+    Called on the parsed document before any of its fields is read: an attacker's payload must
+    not get to choose a timeout, a class name or anything else before it is known to be ours.
+    """
     key = settings().key
-    if key and not verify(doc if doc is not None else payload.to_dict(), key):
+    if key and not verify(doc, key):
         raise UnsafePayloadError("refusing payload: its signature does not match EVENTBUS_KEY",
-                                 job_uuid=payload.uuid)
+                                 job_uuid=job_uuid)
+
+
+def resolve(payload: Payload) -> Any:
+    """The handler a (verified, validated) payload names. Unknown names are refused."""
     if payload.job == HANDLER_NAME:
         return _handler
-    if registry.is_registered(f"handler:{payload.job}"):
-        return registry.resolve(f"handler:{payload.job}")
+    if registry.is_handler(payload.job):
+        return registry.handler(payload.job)
     raise UnsafePayloadError(f"refusing payload: unknown handler {payload.job!r} "
                              f"(only {HANDLER_NAME} and registered handlers run)", job_uuid=payload.uuid)

@@ -65,6 +65,7 @@ class Job(InteractsWithQueue):
     delay: ClassVar[Delay | None] = None
     delete_when_missing_models: ClassVar[bool] = False
     encrypted: ClassVar[bool] = False
+    after_commit: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -78,6 +79,7 @@ class Job(InteractsWithQueue):
         """Called once when the job has failed for good. Override to clean up or alert."""
 
     def dispatch(self, *, queue: str | None = None, delay: Delay | None = None,
-                 connection: str | None = None) -> str:
+                 connection: str | None = None, after_commit: bool | None = None) -> str:
         """Push this job; same as ``eventbus.dispatch(self, ...)``."""
-        return dispatch(self, queue=queue, delay=delay, connection=connection)
+        return dispatch(self, queue=queue, delay=delay, connection=connection,
+                        after_commit=after_commit)

@@ -10,14 +10,128 @@ import dataclasses
 import hashlib
 import hmac
 import json
+import math
 import time
 import uuid as uuid_module
 from typing import Any
 
-from eventbus.errors import DeserializationError
+from eventbus.errors import DeserializationError, SerializationError
 
 HANDLER_NAME = "eventbus.CallQueuedHandler@call"
 FORMAT_VERSION = 1
+
+#: Bounds for envelope numbers: a duration past a century or a count past a 32-bit column is
+#: not a mistake to carry on with, it is a payload to refuse.
+MAX_SECONDS = 100 * 366 * 86400.0
+MAX_TIMESTAMP = 1e11
+MAX_COUNT = 2**31 - 2
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def parse_document(text: str | bytes) -> dict[str, Any]:
+    """Parse a payload body as a JSON object, or raise :class:`DeserializationError`.
+
+    Refuses what ``json.loads`` would otherwise accept or crash on: ``NaN``/``Infinity``, bytes
+    that are not UTF-8, and nesting deep enough to exhaust the interpreter's stack.
+    """
+    try:
+        doc = json.loads(text, parse_constant=_refuse_constant)
+    except RecursionError:
+        raise DeserializationError("payload is nested too deeply to read") from None
+    except (ValueError, UnicodeError) as exc:
+        raise DeserializationError(f"payload is not JSON: {exc}") from exc
+    if not isinstance(doc, dict):
+        raise DeserializationError("payload is not a JSON object")
+    return doc
+
+
+class _Envelope:
+    """Typed readers for the envelope's fields; each failure names the field."""
+
+    def __init__(self, doc: dict[str, Any]) -> None:
+        self.doc = doc
+
+    @staticmethod
+    def _refuse(name: str, value: Any, expected: str) -> DeserializationError:
+        shown = repr(value)
+        shown = shown if len(shown) <= 40 else shown[:37] + "..."
+        return DeserializationError(f"payload field {name!r} must be {expected}, not {shown}")
+
+    def text(self, name: str, value: Any) -> str:
+        if not isinstance(value, str) or not value:
+            raise self._refuse(name, value, "non-empty text")
+        return value
+
+    def optional_text(self, name: str) -> str | None:
+        value = self.doc.get(name)
+        return None if value is None else self.text(name, value)
+
+    def mapping(self, name: str, value: Any) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self._refuse(name, value, "a JSON object")
+        return value
+
+    def chain(self, value: Any) -> list[dict[str, Any]]:
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(isinstance(step, dict) for step in value):
+            raise self._refuse("chained", value, "a list of objects")
+        return value
+
+    def _number(self, name: str, value: Any, upper: float) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise self._refuse(name, value, "a number")
+        number = float(value)
+        if not math.isfinite(number) or abs(number) > upper:
+            raise self._refuse(name, value, f"a finite number up to {upper:g}")
+        return number
+
+    def seconds(self, name: str) -> float | None:
+        value = self.doc.get(name)
+        if value is None:
+            return None
+        seconds = self._number(name, value, MAX_SECONDS)
+        if seconds < 0:
+            raise self._refuse(name, value, "seconds >= 0")
+        return seconds
+
+    def timestamp(self, name: str) -> float | None:
+        value = self.doc.get(name)
+        return None if value is None else self._number(name, value, MAX_TIMESTAMP)
+
+    def count(self, name: str, *, optional: bool) -> int | None:
+        value = self.doc.get(name)
+        if value is None and optional:
+            return None
+        if value is None:
+            return 0
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+            raise self._refuse(name, value, f"a whole number from 0 to {MAX_COUNT}")
+        return value
+
+    def flag(self, name: str) -> bool:
+        value = self.doc.get(name, False)
+        if not isinstance(value, bool):
+            raise self._refuse(name, value, "true or false")
+        return value
+
+    def backoff(self) -> list[float] | None:
+        value = self.doc.get("backoff")
+        if value is None:
+            return None
+        steps = value if isinstance(value, list) else [value]
+        if not steps:
+            return None
+        out = []
+        for step in steps:
+            seconds = self._number("backoff", step, MAX_SECONDS)
+            if seconds < 0:
+                raise self._refuse("backoff", value, "seconds >= 0")
+            out.append(seconds)
+        return out
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,41 +178,49 @@ class Payload:
         return doc
 
     def to_json(self) -> str:
-        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+        """The payload as compact JSON; NaN and Infinity are refused (JSON has neither)."""
+        try:
+            return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False,
+                              allow_nan=False)
+        except ValueError as exc:
+            raise SerializationError(f"cannot queue {self.display_name}: {exc} (NaN and "
+                                     "Infinity are not JSON)", job_uuid=self.uuid) from exc
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Payload:
-        try:
-            data = doc["data"]
-            return cls(
-                uuid=str(doc["uuid"]),
-                display_name=str(doc.get("displayName") or data["commandName"]),
-                job=str(doc["job"]),
-                command_name=str(data["commandName"]),
-                command=data["command"],
-                chained=list(data.get("chained") or []),
-                max_tries=doc.get("maxTries"),
-                max_exceptions=doc.get("maxExceptions"),
-                backoff=doc.get("backoff"),
-                timeout=doc.get("timeout"),
-                retry_until=doc.get("retryUntil"),
-                fail_on_timeout=bool(doc.get("failOnTimeout", False)),
-                attempts=int(doc.get("attempts") or 0),
-                pushed_at=float(doc.get("pushedAt") or 0.0),
-                signature=doc.get("signature"),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise DeserializationError(f"payload is missing or has a bad field: {exc}") from exc
+        """The payload a document describes, after checking every envelope field.
+
+        This is the one place an envelope is validated: each field must have its type (a bool is
+        not a number, text is not a number), every number must be finite and within bounds, so
+        nothing later (the timeout alarm, the backoff, an SQL column) meets a value it cannot
+        handle. A bad envelope raises :class:`DeserializationError` naming the field.
+        """
+        if not isinstance(doc, dict):
+            raise DeserializationError("payload is not a JSON object")
+        fields = _Envelope(doc)
+        data = fields.mapping("data", doc.get("data"))
+        command_name = fields.text("commandName", data.get("commandName"))
+        return cls(
+            uuid=fields.text("uuid", doc.get("uuid")),
+            display_name=fields.text("displayName", doc.get("displayName") or command_name),
+            job=fields.text("job", doc.get("job")),
+            command_name=command_name,
+            command=fields.mapping("command", data.get("command")),
+            chained=fields.chain(data.get("chained")),
+            max_tries=fields.count("maxTries", optional=True),
+            max_exceptions=fields.count("maxExceptions", optional=True),
+            backoff=fields.backoff(),
+            timeout=fields.seconds("timeout"),
+            retry_until=fields.timestamp("retryUntil"),
+            fail_on_timeout=fields.flag("failOnTimeout"),
+            attempts=fields.count("attempts", optional=False) or 0,
+            pushed_at=fields.timestamp("pushedAt") or 0.0,
+            signature=fields.optional_text("signature"),
+        )
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Payload:
-        try:
-            doc = json.loads(text)
-        except (ValueError, UnicodeDecodeError) as exc:
-            raise DeserializationError(f"payload is not JSON: {exc}") from exc
-        if not isinstance(doc, dict):
-            raise DeserializationError("payload is not a JSON object")
-        return cls.from_dict(doc)
+        return cls.from_dict(parse_document(text))
 
     def signed(self, key: str) -> Payload:
         return dataclasses.replace(self, signature=sign(self.to_dict(), key))
@@ -115,32 +237,56 @@ def sign(doc: dict[str, Any], key: str) -> str:
 
 
 def verify(doc: dict[str, Any], key: str) -> bool:
+    """Whether ``doc`` carries a valid signature; reads nothing else of it first."""
     given = doc.get("signature")
-    return isinstance(given, str) and hmac.compare_digest(given, sign(doc, key))
+    if not isinstance(given, str):
+        return False
+    try:
+        expected = sign(doc, key)
+    except (TypeError, ValueError, RecursionError):  # not canonical JSON: cannot be ours
+        return False
+    return hmac.compare_digest(given, expected)
+
+
+def _document_or_none(raw: str) -> dict[str, Any] | None:
+    try:
+        return parse_document(raw)
+    except DeserializationError:
+        return None
 
 
 def uuid_of(raw: str) -> str | None:
-    """The uuid a raw payload claims, or None when it is not a JSON object with one."""
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return None
-    value = doc.get("uuid") if isinstance(doc, dict) else None
-    return value if isinstance(value, str) and value else None
+    """The uuid a raw payload claims, or None when it is not a JSON object with a text uuid."""
+    doc = _document_or_none(raw)
+    value = doc.get("uuid") if doc is not None else None
+    return value if isinstance(value, str) and value and len(value) <= 64 else None
 
 
 def attempts_of(raw: str) -> int:
-    """The attempt count a raw payload was pushed with (0 when it has none, or is not JSON)."""
-    try:
-        doc = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
-        return 0
-    value = doc.get("attempts", 0) if isinstance(doc, dict) else 0
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """The attempt count a raw payload was pushed with (0 when it has no valid one)."""
+    doc = _document_or_none(raw)
+    value = doc.get("attempts", 0) if doc is not None else 0
+    valid = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_COUNT
+    return value if valid else 0
+
+
+def pushed_at_of(raw: str) -> float | None:
+    """When a raw payload says it was pushed (seconds since the epoch), if it says."""
+    doc = _document_or_none(raw)
+    value = doc.get("pushedAt") if doc is not None else None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value < MAX_TIMESTAMP:
+        return None
+    return float(value)
 
 
 def with_attempts(raw: str, attempts: int) -> str:
-    """The same payload with ``attempts`` replaced (for retry); other bytes are re-encoded."""
-    doc = json.loads(raw)
+    """The same payload with ``attempts`` replaced (for retry); other bytes are re-encoded.
+
+    Raises ValueError (a DeserializationError) when ``raw`` is not a JSON object.
+    """
+    try:
+        doc = parse_document(raw)
+    except DeserializationError as exc:
+        raise ValueError(str(exc)) from exc
     doc["attempts"] = attempts
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False)

@@ -74,17 +74,24 @@ class Collaborators:
 
 
 def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | None,
-            continue_chain: ChainPusher, bus: EventBus = default_bus) -> tuple[Outcome, BaseException | None]:
-    """Run one reserved job under the rules above. Never raises for the job's own exceptions."""
+            continue_chain: ChainPusher, bus: EventBus = default_bus,
+            on_start: Callable[[float], None] | None = None) -> tuple[Outcome, BaseException | None]:
+    """Run one reserved job under the rules above. Never raises for the job's own exceptions.
+
+    ``on_start(timeout)`` is told the attempt's timeout once the payload has been verified and
+    validated, just before the job runs (the worker's watchdog needs it).
+    """
     ctx = Collaborators(failed, bus, continue_chain)
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         ctx.emit(JobProcessing(job.connection_name, job))
-        payload = job.payload()
-        handler = handlers.resolve(payload, job.document())
+        handler = accept(job)
         if fail_if_already_exceeds_max_attempts(job, options, ctx):
             return Outcome.FAIL, None
-        with interrupt_after(timeout_for(job, options), payload.display_name):
+        timeout = timeout_for(job, options)
+        if on_start is not None:
+            on_start(timeout)
+        with interrupt_after(timeout, job.payload().display_name):
             run_handler(job, handler, ctx)
         ctx.emit(JobProcessed(job.connection_name, job))
         return outcome_of(job), None
@@ -100,6 +107,16 @@ def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | 
     except Exception as exc:
         handle_job_exception(job, exc, options, ctx)
         return outcome_of(job), exc
+
+
+def accept(job: QueueJob) -> Any:
+    """The job's handler, in a safe order: parse, check the signature, then validate the envelope.
+
+    Any failure raises DeserializationError (UnsafePayloadError for a refusal): the job fails at
+    once, it is never retried.
+    """
+    handlers.verify_signature(job.document(), job_uuid=job.stored_uuid or job.job_id)
+    return handlers.resolve(job.payload())
 
 
 def run_handler(job: QueueJob, handler: Any, ctx: Collaborators) -> None:
@@ -215,11 +232,13 @@ def fail_job(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
         return
     job.mark_failed()
     store = ctx.failed
+    record = None
     if store is not None:
-        store.log(job.connection_name, job.queue_name, job.raw, describe_exception(exc), job.uuid)
+        record = store.log(job.connection_name, job.queue_name, job.raw, describe_exception(exc),
+                           job.uuid)
     if not job.delete():
-        if store is not None:
-            store.forget(job.uuid)
+        if store is not None and record is not None:
+            store.forget(record.uuid)
         log.warning("job %s was taken over by another worker before it could be failed", job.uuid)
         return
     job.queue.forget_exceptions(job.uuid)
@@ -229,15 +248,17 @@ def fail_job(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
 
 def call_failed_hook(job: QueueJob, exc: BaseException) -> None:
     try:
-        payload = job.payload()
-        handler = handlers.resolve(payload, job.document())
+        handler = accept(job)
     except DeserializationError:
         return  # a payload that cannot be read has no hook to call
+    payload = job.payload()
     hook = getattr(handler, "failed", None)
     if not callable(hook):
         return
     try:
         hook(job.document()["data"], exc, job)
+    except DeserializationError:
+        pass  # the command cannot be rebuilt: the job's own failure already says why
     except Exception:
         log.exception("the failed() hook of %s raised", payload.display_name)
 
@@ -252,7 +273,7 @@ def run_sync_job(job: QueueJob, *, continue_chain: ChainPusher, bus: EventBus = 
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         ctx.emit(JobProcessing(job.connection_name, job))
-        run_handler(job, handlers.resolve(job.payload(), job.document()), ctx)
+        run_handler(job, accept(job), ctx)
         ctx.emit(JobProcessed(job.connection_name, job))
     except Exception as exc:
         ctx.emit(JobExceptionOccurred(job.connection_name, job, exc))

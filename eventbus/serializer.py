@@ -71,9 +71,7 @@ def adapter_for(cls: type) -> ModelAdapter | None:
 
 
 def _is_pydantic(value: Any) -> bool:
-    return any(
-        f"{c.__module__}.{c.__qualname__}" == "pydantic.main.BaseModel" for c in type(value).__mro__
-    )
+    return registry.is_pydantic_model(type(value))
 
 
 def object_state(obj: Any) -> dict[str, Any]:
@@ -85,6 +83,14 @@ def object_state(obj: Any) -> dict[str, Any]:
 
 def encode(value: Any, path: str = "value") -> Any:
     """Turn ``value`` into JSON-safe data; raise :class:`SerializationError` naming the field."""
+    try:
+        return _encode(value, path)
+    except RecursionError:
+        raise SerializationError(f"cannot serialize {path}: it is nested too deeply (or refers to "
+                                 "itself)", path=path) from None
+
+
+def _encode(value: Any, path: str) -> Any:
     if value is None or isinstance(value, (bool, str)):
         return value
     if isinstance(value, int) and not isinstance(value, enum.Enum):
@@ -92,7 +98,7 @@ def encode(value: Any, path: str = "value") -> Any:
     if isinstance(value, float):
         return value
     if isinstance(value, list):
-        return [encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
+        return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]
     if isinstance(value, dict):
         return _encode_dict(value, path)
     encoder = _ENCODERS.get(type(value))
@@ -103,20 +109,32 @@ def encode(value: Any, path: str = "value") -> Any:
 
 def _encode_dict(value: dict[Any, Any], path: str) -> Any:
     if all(isinstance(k, str) for k in value) and TAG not in value:
-        return {k: encode(v, f"{path}.{k}") for k, v in value.items()}
+        return {k: _encode(v, f"{path}.{k}") for k, v in value.items()}
     return {
         TAG: "dict",
-        "v": [[encode(k, f"{path}<key>"), encode(v, f"{path}[{k!r}]")] for k, v in value.items()],
+        "v": [[_encode(k, f"{path}<key>"), _encode(v, f"{path}[{k!r}]")] for k, v in value.items()],
     }
+
+
+def class_name(cls: type, path: str = "value") -> str:
+    """The name a payload stores for ``cls``; refuses a class a worker could never import."""
+    if cls.__module__ == "__main__":
+        raise SerializationError(
+            f"cannot queue {path}: {cls.__qualname__} is defined in __main__ (the script you ran), "
+            "which a worker cannot import; move it into a module and import it from there",
+            path=path)
+    return registry.dotted_name(cls)
 
 
 def _encode_object(value: Any, path: str) -> Any:
     cls = type(value)
+    if cls.__module__ == "__main__":
+        class_name(cls, path)
     if isinstance(value, enum.Enum):
-        return {TAG: "enum", "cls": registry.dotted_name(cls), "v": encode(value.value, path)}
+        return {TAG: "enum", "cls": registry.dotted_name(cls), "v": _encode(value.value, path)}
     adapter = adapter_for(cls)
     if adapter is not None:
-        return {TAG: "model", "cls": registry.dotted_name(cls), "key": encode(adapter.key(value), path)}
+        return {TAG: "model", "cls": registry.dotted_name(cls), "key": _encode(adapter.key(value), path)}
     if isinstance(value, dt.datetime):
         return _encode_datetime(value, path)
     if isinstance(value, dt.date):
@@ -128,7 +146,7 @@ def _encode_object(value: Any, path: str) -> Any:
         return {
             TAG: "obj",
             "cls": registry.dotted_name(cls),
-            "v": {k: encode(v, f"{path}.{k}") for k, v in state.items()},
+            "v": {k: _encode(v, f"{path}.{k}") for k, v in state.items()},
         }
     raise SerializationError(
         f"cannot serialize {path}: {cls.__module__}.{cls.__qualname__} is not JSON, a dataclass, "
@@ -139,7 +157,7 @@ def _encode_object(value: Any, path: str) -> Any:
 
 
 def _seq(tag: str) -> Callable[[Any, str], Any]:
-    return lambda v, path: {TAG: tag, "v": [encode(x, f"{path}[{i}]") for i, x in enumerate(v)]}
+    return lambda v, path: {TAG: tag, "v": [_encode(x, f"{path}[{i}]") for i, x in enumerate(v)]}
 
 
 def _encode_datetime(value: dt.datetime, path: str) -> Any:
@@ -181,13 +199,20 @@ _ENCODERS: dict[type, Callable[[Any, str], Any]] = {
 
 def decode(data: Any) -> Any:
     """Rebuild the value that :func:`encode` wrote. Names resolve only through the registry."""
+    try:
+        return _decode(data)
+    except RecursionError:
+        raise DeserializationError("payload is nested too deeply to decode") from None
+
+
+def _decode(data: Any) -> Any:
     if isinstance(data, list):
-        return [decode(v) for v in data]
+        return [_decode(v) for v in data]
     if not isinstance(data, dict):
         return data
     tag = data.get(TAG)
     if tag is None:
-        return {k: decode(v) for k, v in data.items()}
+        return {k: _decode(v) for k, v in data.items()}
     decoder = _DECODERS.get(tag)
     if decoder is None:
         raise DeserializationError(f"unknown tag {tag!r} in payload")
@@ -210,7 +235,7 @@ def restore_object(cls: type, state: dict[str, Any]) -> Any:
 
 def _decode_obj(data: dict[str, Any]) -> Any:
     cls = registry.resolve(data["cls"])
-    state = {k: decode(v) for k, v in data["v"].items()}
+    state = {k: _decode(v) for k, v in data["v"].items()}
     return restore_object(cls, state)
 
 
@@ -219,7 +244,7 @@ def _decode_model(data: dict[str, Any]) -> Any:
     adapter = adapter_for(cls)
     if adapter is None:
         raise DeserializationError(f"{data['cls']} has no model adapter registered")
-    key = decode(data["key"])
+    key = _decode(data["key"])
     obj = adapter.load(cls, key)
     if obj is None:
         raise ModelNotFoundError(f"no {data['cls']} with key {key!r} any more")
@@ -234,12 +259,12 @@ _DECODERS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "decimal": lambda d: decimal.Decimal(d["v"]),
     "uuid": lambda d: uuid.UUID(d["v"]),
     "bytes": lambda d: base64.b64decode(d["v"].encode("ascii"), validate=True),
-    "tuple": lambda d: tuple(decode(x) for x in d["v"]),
-    "set": lambda d: {decode(x) for x in d["v"]},
-    "frozenset": lambda d: frozenset(decode(x) for x in d["v"]),
-    "dict": lambda d: {decode(k): decode(v) for k, v in d["v"]},
-    "enum": lambda d: registry.resolve(d["cls"])(decode(d["v"])),
-    "pydantic": lambda d: registry.resolve(d["cls"]).model_validate(d["v"]),
+    "tuple": lambda d: tuple(_decode(x) for x in d["v"]),
+    "set": lambda d: {_decode(x) for x in d["v"]},
+    "frozenset": lambda d: frozenset(_decode(x) for x in d["v"]),
+    "dict": lambda d: {_decode(k): _decode(v) for k, v in d["v"]},
+    "enum": lambda d: registry.resolve_enum(d["cls"])(_decode(d["v"])),
+    "pydantic": lambda d: registry.resolve_pydantic(d["cls"]).model_validate(d["v"]),
     "model": _decode_model,
     "obj": _decode_obj,
 }

@@ -6,6 +6,7 @@ processes popping at once queue up on the write lock instead of both reading the
 
 from __future__ import annotations
 
+import os
 import random
 import threading
 import time
@@ -58,11 +59,14 @@ def worker_engine_for(url: str) -> Engine:
 def _build(url: str, autocommit: bool = False) -> Engine:
     try:
         parsed = sa.make_url(url)
-    except sa.exc.ArgumentError as exc:
-        raise ConfigurationError(f"bad database URL {redact_url(url)!r}: {exc}") from exc
+    except (sa.exc.ArgumentError, ValueError) as exc:
+        raise ConfigurationError(f"bad database URL {redact_url(url)!r}: "
+                                 f"{str(exc).replace(url, redact_url(url))}") from None
     try:
         if parsed.get_backend_name() == "sqlite":
             engine = sa.create_engine(parsed, connect_args={"timeout": 30}, pool_pre_ping=False)
+            path = parsed.database
+            event.listen(engine, "do_connect", lambda *args: _create_private_file(path))
             _sqlite_immediate_transactions(engine)
             return engine
         if not autocommit:
@@ -83,6 +87,21 @@ def _build(url: str, autocommit: bool = False) -> Engine:
             f"database URL {redact_url(url)!r} needs the {exc.name} driver: {hint}") from exc
     except sa.exc.NoSuchModuleError as exc:
         raise ConfigurationError(f"unknown database dialect in {redact_url(url)!r}: {exc}") from exc
+
+
+def _create_private_file(path: str | None) -> None:
+    """Create a new SQLite file readable by its owner only: it holds every queued payload.
+
+    SQLite gives the ``-wal`` and ``-shm`` files it makes beside it the same permissions.
+    """
+    if not path or path == ":memory:" or path.startswith("file:") or os.path.exists(path):
+        return
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass  # another process created it a moment ago
+    except OSError as exc:
+        raise ConfigurationError(f"cannot create the SQLite file {path!r}: {exc.strerror}") from exc
 
 
 def _sqlite_immediate_transactions(engine: Engine) -> None:

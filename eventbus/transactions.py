@@ -5,50 +5,54 @@ Wrap the unit of work whose commit should release the jobs::
     with eventbus.after_commit():          # or: with eventbus.after_commit(), session.begin():
         order.ship()
         emit(OrderShipped(order.id))       # after_commit listeners are pushed on success only
+        dispatch(SendInvoice(order.id), after_commit=True)
 
-Pushes marked ``after_commit`` inside the block are held and made when it exits normally, in
-order, and dropped when it exits with an exception (the transaction rolled back, so the job would
-see data that never existed). Outside such a block they are pushed at once. Blocks nest: the
-outermost one releases.
+Pushes marked ``after_commit`` (a listener or notification option, a job class attribute, or
+``dispatch(..., after_commit=True)``) made inside the block are held and made when it exits
+normally, in order, and dropped when it exits with an exception (the transaction rolled back, so
+the job would see data that never existed). Outside such a block they are pushed at once. Blocks
+nest: the outermost one releases.
+
+The pending pushes live in a context variable, not a thread-local: under asyncio every task has
+its own, so one request's rollback never drops another request's jobs.
 """
 
 from __future__ import annotations
 
 import contextlib
-import threading
+import contextvars
 from collections.abc import Callable, Iterator
 
-_local = threading.local()
+Push = Callable[[], object]
 
-
-def _pending() -> list[list[Callable[[], object]]]:
-    stack: list[list[Callable[[], object]]] | None = getattr(_local, "stack", None)
-    if stack is None:
-        stack = _local.stack = []
-    return stack
+_pending: contextvars.ContextVar[tuple[list[Push], ...]] = contextvars.ContextVar(
+    "eventbus_after_commit", default=())
 
 
 @contextlib.contextmanager
 def after_commit() -> Iterator[None]:
     """Hold ``after_commit`` pushes until this block exits without an exception."""
-    stack = _pending()
-    stack.append([])
+    held: list[Push] = []
+    token = _pending.set((*_pending.get(), held))
     try:
         yield
-    except BaseException:
-        stack.pop()
-        raise
-    held = stack.pop()
-    if stack:  # nested: the outer block decides
-        stack[-1].extend(held)
+    finally:
+        _pending.reset(token)
+    outer = _pending.get()
+    if outer:  # nested: the outer block decides
+        outer[-1].extend(held)
         return
     for push in held:
         push()
 
 
-def defer_if_in_transaction(push: Callable[[], object]) -> None:
+def in_after_commit_block() -> bool:
+    return bool(_pending.get())
+
+
+def defer_if_in_transaction(push: Push) -> None:
     """Run ``push`` now, or hold it for the enclosing :func:`after_commit` block."""
-    stack = _pending()
+    stack = _pending.get()
     if stack:
         stack[-1].append(push)
     else:

@@ -27,6 +27,7 @@ from typing import Any
 
 from eventbus import runtime
 from eventbus.dispatching import dispatch_next_in_chain
+from eventbus.display import printable
 from eventbus.event_bus import EventBus
 from eventbus.event_bus import bus as default_bus
 from eventbus.errors import (
@@ -45,7 +46,6 @@ from eventbus.processing import (
     fail_job,
     max_tries_for,
     process,
-    timeout_for,
 )
 from eventbus.queue.base import Queue, QueueJob
 
@@ -273,29 +273,47 @@ class Worker:
         started = time.monotonic()
         with self._lock:
             self._current = job
-            self._deadline = self._deadline_for(job)
+            self._deadline = self._deadline_after(self.options.timeout_s)
         try:
             outcome, exc = process(job, self.options.process_options(), failed=self.failed,
-                                   continue_chain=dispatch_next_in_chain, bus=self.bus)
+                                   continue_chain=dispatch_next_in_chain, bus=self.bus,
+                                   on_start=self._arm_watchdog)
         except ConnectionUnavailableError as lost:
             outcome, exc = Outcome.RELEASED, lost
             log.warning("connection lost while finishing job %s; its reservation will expire and it "
                         "runs again: %s", job.uuid, lost)
+        except Exception as unexpected:  # raised outside the job's own code: fail that job only
+            outcome, exc = self._fail_unexpected(job, unexpected)
         finally:
             with self._lock:
                 self._current, self._deadline = None, None
         if exc is not None and not isinstance(exc, ConnectionUnavailableError):
+            # once per attempt; the traceback only when the job failed for good (a refused payload
+            # has none worth reading: the message says it all)
+            show_traceback = outcome is Outcome.FAIL and not isinstance(exc, DeserializationError)
             log.error("job %s (%s) raised %s: %s", self._name_of(job), job.uuid, type(exc).__name__,
-                      exc, exc_info=exc if outcome is Outcome.FAIL else None)
+                      exc, exc_info=exc if show_traceback else None)
         self._report(job, outcome, time.monotonic() - started)
         return outcome
 
-    def _deadline_for(self, job: QueueJob) -> float | None:
-        try:
-            timeout = timeout_for(job, self.options.process_options())
-        except DeserializationError:
-            return None
+    def _deadline_after(self, timeout: float) -> float | None:
         return time.monotonic() + timeout + self.options.timeout_grace_s if timeout > 0 else None
+
+    def _arm_watchdog(self, timeout: float) -> None:
+        """The job's own timeout, known once its payload is verified and validated."""
+        with self._lock:
+            self._deadline = self._deadline_after(timeout)
+
+    def _fail_unexpected(self, job: QueueJob, exc: Exception) -> tuple[Outcome, BaseException]:
+        """The last line of defence: whatever went wrong around the job fails that job, and the
+        worker goes on. If even failing it is impossible, the reservation expires and it returns."""
+        log.error("processing job %s raised outside the job's own code", job.uuid, exc_info=exc)
+        try:
+            fail_job(job, exc, self._collaborators)
+        except Exception:
+            log.exception("could not fail job %s; it will come back after retry_after", job.uuid)
+            return Outcome.RELEASED, exc
+        return Outcome.FAIL, exc
 
     @staticmethod
     def _name_of(job: QueueJob) -> str:
@@ -308,7 +326,7 @@ class Worker:
         if self.output is None:
             return
         stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-        self.output(f"{stamp} {self._name_of(job)} [{job.queue_name}] "
+        self.output(f"{stamp} {printable(self._name_of(job))} [{printable(job.queue_name)}] "
                     f"{seconds * 1000:.2f}ms {outcome.value}")
 
     # -- the watchdog for jobs that ignore the interrupt --------------------------------------

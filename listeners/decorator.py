@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from eventbus import registry
+from eventbus.errors import SerializationError
 from eventbus.event_bus import EventBus, EventKey, Registration, bus
 from eventbus.dispatching import Destination, push_command
 from eventbus.transactions import defer_if_in_transaction
@@ -104,6 +105,10 @@ class ListenerWrapper:
         with_delay = getattr(instance, "with_delay", None)
         if callable(with_delay):
             opts["delay"] = with_delay(*args)
+        if self.target.__module__ == "__main__":
+            raise SerializationError(
+                f"cannot queue listener {self.target.__qualname__}: it is defined in __main__ (the "
+                "script you ran), which a worker cannot import; move it into a module")
         job = CallQueuedListener(self.name, "handle" if self.is_class else "", args,
                                  display_name=self.name, options=opts)
         dest = Destination.of(job, queue=opts["queue"], delay=opts["delay"], connection=opts["connection"])
@@ -150,7 +155,7 @@ def _register(target: L, events: tuple[EventKey, ...], options: ListenerOptions,
     if not callable(handle):
         raise TypeError(f"listener class {registry.dotted_name(target)} needs a handle(event) method")
     keys = list(events) or events_from_annotation(handle, is_class)
-    registry.register(target)
+    registry.register_listener(target, "handle" if is_class else "")
     regs: list[Registration] = []
     for key in keys:
         wrapper = ListenerWrapper(target, options, wildcard=isinstance(key, str) and "*" in key)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from eventbus import registry, serializable
+from eventbus.errors import UnsafePayloadError
 from eventbus.jobs import InteractsWithQueue
 
 
@@ -56,7 +57,20 @@ class CallQueuedListener(InteractsWithQueue):
     @property
     def listener_target(self) -> Any:
         """The listener class or function this job will call."""
-        return registry.resolve(self.listener)
+        return registry.resolve_listener(self.listener).target
+
+    def _entry(self) -> registry.ListenerEntry:
+        """The registered listener, refusing any method but the one recorded by ``@listener``.
+
+        A payload is data from outside: it may name only a listener and the method its
+        registration allows (``handle`` for a class, none for a function), never a private or
+        dunder name, never a method of some other registered class.
+        """
+        entry = registry.resolve_listener(self.listener)
+        if self.method != entry.method or self.method.startswith("_"):
+            raise UnsafePayloadError(f"refusing to call {self.listener}.{self.method or '(function)'}: "
+                                     f"@listener registered only {entry.method or 'the function itself'}")
+        return entry
 
     @property
     def event(self) -> Any:
@@ -64,7 +78,7 @@ class CallQueuedListener(InteractsWithQueue):
         return self.args[0] if self.args else None
 
     def _instance(self) -> Any:
-        target = self.listener_target
+        target = self._entry().target
         if not isinstance(target, type):
             return None
         instance = target()
@@ -76,7 +90,7 @@ class CallQueuedListener(InteractsWithQueue):
 
     def handle(self) -> Any:
         instance = self._instance()
-        fn = getattr(instance, self.method) if instance is not None else self.listener_target
+        fn = getattr(instance, self.method) if instance is not None else self._entry().target
         return fn(*self.args)
 
     def failed(self, exc: BaseException) -> Any:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
 
@@ -14,6 +15,7 @@ import eventbus
 from apps import jobs
 from eventbus.cli import main
 from eventbus.failed.base import describe_exception
+from helpers import REDIS_URL
 
 
 def invoke(*args: str) -> object:
@@ -77,10 +79,19 @@ def test_forget_and_flush_and_prune(use_redis: redis.Redis) -> None:
 def test_size_clear_peek(use_redis: redis.Redis) -> None:
     jobs.Record(1).dispatch()
     jobs.Record(2).dispatch(queue="other")
-    assert invoke("size", "--queue", "default,other").output == "redis:default 1\nredis:other 1\n"
-    assert invoke("monitor").output == "redis:default 1\n"
+    jobs.Record(3).dispatch(queue="other", delay=60)
+    listing = ("QUEUE          READY  DELAYED  RESERVED  SIZE\n"
+               "redis:default      1        0         0     1\n"
+               "redis:other        1        1         0     2\n")
+    assert invoke("size", "--queue", "default,other").output == listing
+    assert invoke("size").output == listing  # every queue that holds jobs, not just the default
+    assert invoke("monitor").output == listing
+    rows = [json.loads(line) for line in invoke("size", "--json").output.splitlines()]
+    assert rows[1] == {"connection": "redis", "queue": "other", "ready": 1, "delayed": 1, "reserved": 0,
+                       "size": 2, "oldest_ready_age_s": rows[1]["oldest_ready_age_s"]}
+    assert 0 <= rows[1]["oldest_ready_age_s"] < 5
     assert json.loads(invoke("peek").output)["data"]["command"]["n"] == 1
-    assert "Cleared 1 jobs from redis:other." in invoke("clear", "redis", "--queue", "other").output
+    assert "Cleared 2 jobs from redis:other." in invoke("clear", "redis", "--queue", "other").output
     assert eventbus.connection().size("other") == 0
 
 
@@ -118,3 +129,41 @@ def test_help_shows_examples() -> None:
 @pytest.mark.parametrize("args", [["work", "--processes", "0"], ["work", "--backoff", "x"]])
 def test_usage_errors_exit_2(args: list[str]) -> None:
     assert invoke(*args).exit_code == 2
+
+
+def test_restart_down_up_touch_only_this_apps_prefix(redis_client: redis.Redis) -> None:
+    from eventbus import control
+
+    other = {"driver": "redis", "url": REDIS_URL, "prefix": "other-app:"}
+    mine = {"driver": "redis", "url": REDIS_URL, "prefix": "my-app:"}
+    eventbus.configure(default="redis", connections={"redis": other})
+    eventbus.connection().set_signal("restart", 1.0)
+    eventbus.configure(default="redis", connections={"redis": mine, "database": {"driver": "null"}})
+    control.restart()
+    control.down()
+    assert set(eventbus.connection().signals()) == {"restart", "down"}
+    eventbus.configure(default="redis", connections={"redis": other})
+    assert eventbus.connection().signals() == {"restart": 1.0}  # the other app's workers: untouched
+
+
+def test_signalling_workers_never_creates_a_sqlite_file(
+        tmp_path: pathlib.Path, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("EVENTBUS_REDIS_URL", REDIS_URL)  # the built-in redis connection answers
+    for command in ("restart", "down", "up"):
+        result = CliRunner().invoke(main, [command])
+        assert result.exit_code == 0, result.output
+        assert "redis" in result.output and "database" not in result.output
+    assert not (tmp_path / "eventbus.sqlite3").exists()
+
+
+def test_failed_escapes_what_payloads_say(use_redis: redis.Redis) -> None:
+    raw = json.dumps({"uuid": "u\x1b[1m", "displayName": "Name\x1b]0;title\x07", "data": {}})
+    eventbus.failed_store().log("redis", "q\x1b[2J", raw, "Boom: \x1b[31mred\u202e", "u\x1b[1m")
+    result = CliRunner().invoke(main, ["failed"])
+    assert result.exit_code == 0
+    assert "\x1b" not in result.output and "\u202e" not in result.output
+    assert "Name\\x1b]0;title\\x07" in result.output and "q\\x1b[2J" in result.output
+    result = CliRunner().invoke(main, ["peek", "--queue", "q"])
+    eventbus.connection().push_raw("body\x1b[2J", "q")
+    result = CliRunner().invoke(main, ["peek", "--queue", "q"])
+    assert result.output == "body\\x1b[2J\n"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pathlib
 import signal
 import time
 
@@ -196,3 +197,16 @@ def test_deadlocks_are_retried_and_other_errors_are_not() -> None:
 
     with pytest.raises(sa.exc.OperationalError, match="no such table"):
         guarded("sqlite:///x", "pop", broken)
+
+
+def test_the_embedded_sqlite_file_is_readable_by_its_owner_only(tmp_path: pathlib.Path) -> None:
+    import os
+    import stat
+
+    os.umask(0o022)
+    jobs.Record(1).dispatch()  # the default connection: sqlite:///eventbus.sqlite3 in the working dir
+    for name in ("eventbus.sqlite3", "eventbus.sqlite3-wal"):
+        path = tmp_path / name
+        if path.exists():
+            assert stat.S_IMODE(path.stat().st_mode) == 0o600, name
+    assert (tmp_path / "eventbus.sqlite3").exists()

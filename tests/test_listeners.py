@@ -313,3 +313,135 @@ def test_should_queue_false_runs_nothing_in_the_worker(use_redis: redis.Redis, s
     assert eventbus.connection().size() == 0
     code, out, _ = run_worker(start_worker, "--stop-when-empty", env={"EVENTBUS_APP": "apps.shop_listeners"})
     assert code == 0 and out == "" and traces(use_redis, "queued") == []
+
+
+class Detonator(eventbus.Job):
+    """A registered job (not a listener) whose methods a forged payload must not reach."""
+
+    fired: list[str] = []
+
+    def handle(self) -> None:
+        Detonator.fired.append("handle")
+
+    def explode(self, *args: object) -> None:
+        Detonator.fired.append("explode")
+
+
+@listener(Shipped, queued=True, on=eventbus.EventBus())  # registered, but on a bus of its own
+class Courier:
+    def handle(self, event: Shipped) -> None:
+        Detonator.fired.append("courier.handle")
+
+    def _secret(self, event: Shipped) -> None:
+        Detonator.fired.append("courier._secret")
+
+    def other(self, event: Shipped) -> None:
+        Detonator.fired.append("courier.other")
+
+
+@pytest.mark.parametrize("target, method", [
+    (f"{__name__}.Detonator", "explode"),      # a registered class that is no listener
+    (f"{__name__}.Detonator", "__init__"),
+    (f"{__name__}.Courier", "_secret"),         # a listener, but a private method
+    (f"{__name__}.Courier", "__class__"),
+    (f"{__name__}.Courier", "other"),           # a listener, but not the registered method
+    ("os.system", ""),
+])
+def test_a_forged_queued_listener_is_refused(use_redis: redis.Redis, target: str, method: str) -> None:
+    from eventbus import Worker, WorkerOptions
+    from eventbus.dispatching import Destination, push_command
+
+    Detonator.fired.clear()
+    forged = CallQueuedListener(target, method, [Shipped(1)], display_name="forged", options={})
+    push_command(forged, Destination("redis", None, 0.0))
+    assert Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0)).run() == 0
+    assert Detonator.fired == []
+    [record] = eventbus.failed_store().all()
+    assert "refusing to call" in record.summary
+
+
+def test_the_registered_method_of_a_queued_listener_still_runs(use_redis: redis.Redis) -> None:
+    from eventbus import Worker, WorkerOptions
+
+    from eventbus.dispatching import Destination, push_command
+
+    Detonator.fired.clear()
+    real = CallQueuedListener(f"{__name__}.Courier", "handle", [Shipped(1)], display_name="c", options={})
+    push_command(real, Destination("redis", None, 0.0))
+    assert Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0)).run() == 0
+    assert Detonator.fired == ["courier.handle"] and eventbus.failed_store().all() == []
+
+
+def test_after_commit_state_belongs_to_each_asyncio_task() -> None:
+    """Request A's rollback must not drop a job request B emitted outside any block."""
+    import asyncio
+
+    @listener(queued=True, after_commit=True)
+    def notify_later(event: Shipped) -> None:
+        pass
+
+    async def request_a(entered: asyncio.Event, b_done: asyncio.Event) -> None:
+        with pytest.raises(ValueError):
+            with eventbus.after_commit():
+                emit(Shipped(1))
+                entered.set()
+                await b_done.wait()  # B runs while A's block is open
+                raise ValueError("A rolls back")
+
+    async def request_b(entered: asyncio.Event, b_done: asyncio.Event) -> None:
+        await entered.wait()
+        emit(Shipped(2))
+        b_done.set()
+
+    async def both() -> None:
+        entered, b_done = asyncio.Event(), asyncio.Event()
+        await asyncio.gather(request_a(entered, b_done), request_b(entered, b_done))
+
+    with fake_queue() as queue:
+        asyncio.run(both())
+    assert [job.event.order_id for job in queue.pushed_of(notify_later)] == [2]
+
+
+def test_after_commit_applies_to_plain_jobs() -> None:
+    class Invoice(eventbus.Job):
+        after_commit = True
+
+        def handle(self) -> None: ...
+
+    class Receipt(eventbus.Job):
+        def handle(self) -> None: ...
+
+    with fake_queue() as queue:
+        with eventbus.after_commit():
+            Invoice().dispatch()
+            eventbus.dispatch(Receipt(), after_commit=True)
+            eventbus.dispatch(Receipt())               # not marked: pushed at once
+            assert len(queue.pushed) == 1
+        assert len(queue.pushed) == 3
+        with pytest.raises(ValueError):
+            with eventbus.after_commit():
+                Invoice().dispatch()
+                eventbus.chain([Invoice(), Receipt()]).dispatch()
+                raise ValueError("rolled back")
+        assert len(queue.pushed) == 3
+        Invoice().dispatch()                             # outside a block: at once
+        assert len(queue.pushed) == 4
+
+
+def test_a_chain_steps_own_queue_and_connection_win() -> None:
+    class Step(eventbus.Job):
+        def handle(self) -> None: ...
+
+    class Pinned(eventbus.Job):
+        queue = "own-queue"
+        connection = "null"
+
+        def handle(self) -> None: ...
+
+    with fake_queue() as queue:
+        eventbus.chain([Step(), Pinned(), Step()]).dispatch(queue="chain-queue", connection="redis")
+    [first] = queue.pushed
+    assert first.destination.queue == "chain-queue"
+    steps = first.payload.chained
+    assert [s["destination"]["queue"] for s in steps] == ["own-queue", "chain-queue"]
+    assert [s["destination"]["connection"] for s in steps] == ["null", "redis"]

@@ -104,3 +104,35 @@ def test_unknown_connection_names_the_connection() -> None:
 
 def test_redact_url_hides_the_password() -> None:
     assert urls.redact_url("postgresql://u:secret@h:5/db") == "postgresql://u:***@h:5/db"
+
+
+def test_settings_never_show_secrets() -> None:
+    s = eventbus.configure(
+        connections={"redis": {"driver": "redis", "url": "redis://:hunter2@h:6379/0?password=hunter3"},
+                     "db": {"driver": "database", "url": "postgresql://app:hunter4@db/app"}},
+        mail="smtp://user:hunter5@smtp.example.com:587", sms="twilio://SID:hunter6@api.twilio.com",
+        failed="postgresql://app:hunter7@db/app", key="hunter8")
+    shown = repr(s)
+    assert not any(f"hunter{n}" in shown for n in range(2, 9)), shown
+    assert "***" in shown
+
+
+@pytest.mark.parametrize("url", ["redis://user:hunter2@[::1:6379/0", "postgresql://u:hunter2@h:notaport/db",
+                                 "redis://h:6379/0?password=hunter2&db=1"])
+def test_errors_never_print_a_password(url: str) -> None:
+    for driver in ("redis", "database"):
+        try:
+            eventbus.configure(connections={"x": {"driver": driver, "url": url}})
+            eventbus.connection("x").ping()
+        except eventbus.EventBusError as exc:
+            assert "hunter2" not in str(exc), exc
+        else:  # pragma: no cover - these URLs cannot work
+            raise AssertionError(f"{url} was accepted")
+
+
+def test_unknown_settings_and_connection_options_name_the_key() -> None:
+    with pytest.raises(ConfigurationError, match="unknown setting 'conections' \\(did you mean 'connections'\\?\\)"):
+        eventbus.configure(conections={})
+    with pytest.raises(ConfigurationError, match="connection 'redis' has unknown option 'retry_afer' "
+                                                  "\\(did you mean 'retry_after'\\?\\)"):
+        eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://h", "retry_afer": 5}})

@@ -167,3 +167,68 @@ def test_models_are_stored_by_key_and_reloaded() -> None:
 def test_uuid_and_bytes() -> None:
     u = uuid.uuid4()
     assert roundtrip((u, b"\x00\xff")) == (u, b"\x00\xff")
+
+
+class Launch(eventbus.Job):
+    """A registered job whose __init__ has a side effect a payload must never trigger."""
+
+    started: list[object] = []
+
+    def __init__(self, target: object) -> None:
+        Launch.started.append(target)
+
+
+def test_the_enum_tag_builds_only_enums() -> None:
+    Launch.started.clear()
+    name = registry.dotted_name(Launch)
+    with pytest.raises(UnsafePayloadError, match="not an Enum"):
+        serializer.decode({"__t__": "enum", "cls": name, "v": "moon"})
+    assert Launch.started == []  # the job's __init__ never ran
+    assert serializer.decode({"__t__": "enum", "cls": registry.dotted_name(Color), "v": "red"}) is Color.RED
+
+
+def test_the_pydantic_tag_builds_only_pydantic_models() -> None:
+    with pytest.raises(UnsafePayloadError, match="not a pydantic model"):
+        serializer.decode({"__t__": "pydantic", "cls": registry.dotted_name(Launch), "v": {}})
+    assert serializer.decode({"__t__": "pydantic", "cls": registry.dotted_name(Point),
+                              "v": {"x": 1, "y": 2}}) == Point(x=1, y=2)
+
+
+def test_callables_are_not_data_types() -> None:
+    """A listener function or a handler is registered apart: no tag can name it."""
+    from listeners import listener
+
+    @dataclasses.dataclass
+    class Ping(eventbus.Event):
+        n: int
+
+    @listener(Ping)
+    def on_ping(event: Ping) -> None:
+        raise AssertionError("must not run")
+
+    name = registry.dotted_name(on_ping)
+    for tag in ({"__t__": "obj", "cls": name, "v": {}}, {"__t__": "enum", "cls": name, "v": 1},
+                {"__t__": "pydantic", "cls": name, "v": {}}):
+        with pytest.raises(UnsafePayloadError):
+            serializer.decode(tag)
+
+
+def test_classes_defined_in_main_are_refused_at_dispatch() -> None:
+    Stray = type("Stray", (eventbus.Job,), {"__module__": "__main__", "handle": lambda self: None})
+    with pytest.raises(SerializationError, match="defined in __main__.*move it into a module"):
+        eventbus.dispatch(Stray(), connection="null")
+    Note = dataclasses.make_dataclass("Note", [("text", str)])
+    Note.__module__ = "__main__"
+    with pytest.raises(SerializationError, match="defined in __main__"):
+        serializer.encode({"note": Note("hi")})
+
+
+def test_nan_and_infinity_are_refused_at_dispatch() -> None:
+    class Measure(eventbus.Job):
+        def __init__(self, value: float) -> None:
+            self.value = value
+
+        def handle(self) -> None: ...
+
+    with pytest.raises(SerializationError, match="NaN"):
+        eventbus.dispatch(Measure(float("nan")), connection="null")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import pathlib
+import re
 import signal
 import time
 
@@ -390,3 +391,66 @@ def test_a_paused_worker_with_sleep_0_does_not_spin(use_redis: redis.Redis, star
     assert cpu_seconds() - before < 0.5  # a spinning loop would burn ~2s
     w.signal(signal.SIGTERM)
     assert w.wait() == 0
+
+
+def test_a_bad_value_in_the_signal_store_is_ignored_with_a_warning(
+        use_redis: redis.Redis, start_worker: object) -> None:
+    use_redis.hset("queues:signals", mapping={"restart": "soon", "down": "\xff"})
+    jobs.Record(1).dispatch()
+    code, _, err = run_worker(start_worker, "--stop-when-empty", "--quiet")
+    assert code == 0, err
+    assert traces(use_redis, "ran") == ["1"]
+    assert "ignoring worker signal 'restart'" in err
+
+
+def test_a_child_that_keeps_dying_at_start_is_restarted_with_backoff(
+        use_redis: redis.Redis, worker_env: dict, tmp_path: pathlib.Path) -> None:
+    import subprocess
+    import sys
+    import threading
+
+    log = tmp_path / "starts.log"
+    proc = subprocess.Popen([sys.executable, "-m", "eventbus", "work", "--app", "apps.crashing_child",
+                             "--processes", "2"], env={**worker_env, "CRASH_LOG": str(log)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    err: list[str] = []
+    reader = threading.Thread(target=lambda: err.extend(proc.stderr or []), daemon=True)
+    reader.start()
+
+    def delays(name: str) -> list[float]:
+        return [float(d) for d in re.findall(rf"worker {name} .* restarting in ([0-9.]+)s", "".join(err))]
+
+    try:
+        wait_for(lambda: all(len(delays(n)) >= 3 for n in ("default-1", "default-2")), timeout=60)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        reader.join(5)
+    lines = [line.split() for line in log.read_text().splitlines()]
+    assert {name for name, _ in lines} == {"default-1", "default-2"}  # children are named NAME-i
+    for name in ("default-1", "default-2"):
+        assert delays(name)[:3] == [0.5, 1.0, 2.0], "".join(err)  # each wait doubles
+        starts = [float(t) for n, t in lines if n == name]
+        gaps = [b - a for a, b in zip(starts, starts[1:])]
+        assert all(gap >= delay for gap, delay in zip(gaps, delays(name))), (gaps, delays(name))
+
+
+def test_payload_text_reaches_the_terminal_escaped_and_a_failure_is_logged_once(
+        use_redis: redis.Redis, start_worker: object) -> None:
+    jobs.Shouting().dispatch(queue="q\x1b[1m")
+    code, out, err = run_worker(start_worker, "--stop-when-empty", "--queue", "q\x1b[1m")
+    assert code == 0
+    assert "\x1b" not in out + err and "\u202e" not in err
+    assert "Shouting\\x1b[2J\\x1b]0;pwned\\x07 [q\\x1b[1m]" in out
+    assert err.count("RuntimeError: red \\x1b[31malert\\u202e") == 2  # the log line, the traceback
+    assert err.count("Traceback") == 1
+
+
+def test_a_worker_without_an_app_says_so(use_redis: redis.Redis, worker_env: dict) -> None:
+    import subprocess
+    import sys
+
+    result = subprocess.run([sys.executable, "-m", "eventbus", "work", "--stop-when-empty"],
+                            env=worker_env, capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "no --app given" in result.stderr

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-import json
+import secrets
 import time
 import traceback
 from typing import Any
+
+from eventbus.errors import DeserializationError, EventBusError
+from eventbus.payload import parse_document
 
 
 @dataclasses.dataclass(frozen=True)
@@ -34,9 +37,9 @@ class FailedJob:
     @property
     def display_name(self) -> str:
         try:
-            doc = json.loads(self.payload)
+            doc = parse_document(self.payload)
             return str(doc.get("displayName") or doc["data"]["commandName"])
-        except (ValueError, KeyError, TypeError, AttributeError):
+        except (DeserializationError, KeyError, TypeError):
             return "(unreadable payload)"
 
     @property
@@ -57,14 +60,29 @@ class FailedJobStore(abc.ABC):
     """Where jobs go when they fail for good. Records are keyed by the job's uuid."""
 
     def log(self, connection: str, queue: str, payload: str, exception: str, uuid: str) -> FailedJob:
+        """Record a failure; returns the record as stored (see :meth:`add` for its uuid)."""
         record = FailedJob(uuid=uuid, connection=connection, queue=queue, payload=payload,
                            exception=exception, failed_at=time.time())
-        self.save(record)
-        return record
+        return self.add(record)
+
+    def add(self, record: FailedJob) -> FailedJob:
+        """Store ``record`` under its uuid, or under a fresh id made from it when that uuid is taken.
+
+        A record is never replaced: uuids are chosen by whoever pushed the job, so a second job
+        failing with the uuid of an earlier failure (a forged one, or a retried job that failed
+        again before its record was removed) must not erase the first record.
+        """
+        candidate = record
+        for _ in range(5):
+            if self.insert(candidate):
+                return candidate
+            candidate = dataclasses.replace(record, uuid=f"{record.uuid}~{secrets.token_hex(4)}")
+        raise EventBusError(f"cannot store the failed job {record.uuid}: its id keeps colliding",
+                            job_uuid=record.uuid)
 
     @abc.abstractmethod
-    def save(self, record: FailedJob) -> None:
-        """Store a record, replacing one with the same uuid."""
+    def insert(self, record: FailedJob) -> bool:
+        """Store ``record`` unless a record with its uuid exists; True when stored."""
 
     @abc.abstractmethod
     def all(self) -> list[FailedJob]:
@@ -90,8 +108,11 @@ class MemoryFailedJobStore(FailedJobStore):
     def __init__(self) -> None:
         self.records: dict[str, FailedJob] = {}
 
-    def save(self, record: FailedJob) -> None:
+    def insert(self, record: FailedJob) -> bool:
+        if record.uuid in self.records:
+            return False
         self.records[record.uuid] = record
+        return True
 
     def all(self) -> list[FailedJob]:
         return sorted(self.records.values(), key=lambda r: r.failed_at, reverse=True)

@@ -19,13 +19,22 @@ def failed_jobs_table(metadata: sa.MetaData, name: str = "failed_jobs") -> sa.Ta
         name, metadata,
         sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
                   autoincrement=True),
-        sa.Column("uuid", sa.String(64), nullable=False, unique=True),
+        sa.Column("uuid", sa.String(100), nullable=False, unique=True),
         sa.Column("connection", sa.String(191), nullable=False),
         sa.Column("queue", sa.String(191), nullable=False),
         sa.Column("payload", _LONG_TEXT, nullable=False),
         sa.Column("exception", _LONG_TEXT, nullable=False),
         sa.Column("failed_at", sa.Double, nullable=False, index=True),
     )
+
+
+def storable_text(text: str) -> str:
+    """``text`` as an SQL text column can hold it: bytes that were not UTF-8 (kept as surrogates)
+    become ``\\xNN`` escapes and NUL characters (which PostgreSQL refuses) ``\\x00``."""
+    if text.isascii() and "\x00" not in text:
+        return text
+    fixed = text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return fixed.replace("\x00", "\\x00")
 
 
 class DatabaseFailedJobStore(FailedJobStore):
@@ -49,15 +58,22 @@ class DatabaseFailedJobStore(FailedJobStore):
         self._run("migrate", lambda: None)
         return [self.table.name]
 
-    def save(self, record: FailedJob) -> None:
+    def insert(self, record: FailedJob) -> bool:
         t = self.table
+        row = {**record.to_dict(), "payload": storable_text(record.payload),
+               "exception": storable_text(record.exception)}
 
-        def run() -> None:
+        def run() -> bool:
             with self.engine.begin() as conn:
-                conn.execute(sa.delete(t).where(t.c.uuid == record.uuid))
-                conn.execute(sa.insert(t).values(**record.to_dict()))
+                if conn.execute(sa.select(t.c.id).where(t.c.uuid == record.uuid)).first():
+                    return False
+                conn.execute(sa.insert(t).values(**row))
+                return True
 
-        self._run("record failed job", run)
+        try:
+            return bool(self._run("record failed job", run))
+        except sa.exc.IntegrityError:  # another worker stored that uuid a moment ago
+            return False
 
     def _select(self, *where: Any) -> list[FailedJob]:
         t = self.table

@@ -12,16 +12,19 @@ import abc
 import dataclasses
 import datetime as dt
 import difflib
-import json
+import logging
 import math
 import time
 import uuid as uuid_module
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar
+from urllib.parse import urlsplit
 
 from eventbus.errors import ConfigurationError, DeserializationError
-from eventbus.payload import Payload, uuid_of
+from eventbus.payload import Payload, parse_document, uuid_of
 from eventbus.urls import redact_url
+
+log = logging.getLogger(__name__)
 
 Delay = float | int | dt.timedelta | dt.datetime
 
@@ -41,6 +44,24 @@ def delay_seconds(delay: Delay | None) -> float:
     else:
         raise TypeError(f"delay must be seconds, a timedelta or a datetime, not {type(delay).__name__}")
     return max(seconds, 0.0)
+
+
+@dataclasses.dataclass(frozen=True)
+class QueueStats:
+    """How many jobs one queue holds, by state, and how long the oldest ready one has waited."""
+
+    queue: str
+    ready: int
+    delayed: int
+    reserved: int
+    oldest_ready_age_s: float | None = None
+
+    @property
+    def size(self) -> int:
+        return self.ready + self.delayed + self.reserved
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "size": self.size}
 
 
 @dataclasses.dataclass
@@ -77,14 +98,10 @@ class QueueJob:
         """The body parsed as a JSON object (raises DeserializationError for a bad body)."""
         if self._document is None:
             try:
-                doc = json.loads(self.raw)
-            except ValueError as exc:
-                raise DeserializationError(f"payload is not JSON: {exc}", job_uuid=self.uuid,
+                self._document = parse_document(self.raw)
+            except DeserializationError as exc:
+                raise DeserializationError(str(exc), job_uuid=self.stored_uuid or self.job_id,
                                            queue=self.queue_name) from exc
-            if not isinstance(doc, dict):
-                raise DeserializationError("payload is not a JSON object", job_uuid=self.uuid,
-                                           queue=self.queue_name)
-            self._document = doc
         return self._document
 
     def payload(self) -> Payload:
@@ -170,6 +187,12 @@ class Queue(abc.ABC):
             if not isinstance(url, str) or "://" not in url:
                 raise ConfigurationError(f"connection {name!r} needs a 'url' such as {cls.example_url}",
                                          connection=name)
+            try:
+                urlsplit(url).port
+            except ValueError:
+                raise ConfigurationError(f"connection {name!r} has a malformed URL {redact_url(url)!r} "
+                                         f"(expected something like {cls.example_url})",
+                                         connection=name) from None
             if cls.url_schemes and url.split("://", 1)[0] not in cls.url_schemes:
                 raise ConfigurationError(
                     f"connection {name!r} has a bad {cls.driver} URL {redact_url(url)!r} "
@@ -230,6 +253,14 @@ class Queue(abc.ABC):
     def size(self, queue: str | None = None) -> int:
         """Ready + delayed + reserved jobs."""
 
+    def queues(self) -> list[str]:
+        """The names of the queues that hold jobs on this connection, sorted."""
+        return []
+
+    def stats(self, queue: str | None = None) -> QueueStats:
+        """Ready, delayed and reserved counts of one queue (drivers that keep none: all zero)."""
+        return QueueStats(self.queue_name(queue), 0, 0, 0)
+
     @abc.abstractmethod
     def clear(self, queue: str | None = None) -> int:
         """Remove ready and delayed jobs (not reserved ones); return how many."""
@@ -257,9 +288,36 @@ class Queue(abc.ABC):
         """Signals every worker of this connection reads: ``restart`` stamp, ``down`` flag."""
         return {}
 
-    def set_signal(self, name: str, value: float | None) -> None:
-        """Set (or with None, clear) a worker signal."""
+    def set_signal(self, name: str, value: float | None) -> bool:
+        """Set (or with None, clear) a worker signal; False when no worker can be using this
+        connection (so nothing was written)."""
         raise NotImplementedError(f"the {self.driver} driver has no workers to signal")
+
+
+_warned_signals: set[tuple[str, str]] = set()
+
+
+def parse_signals(raw: Iterable[tuple[Any, Any]], connection: str) -> dict[str, float]:
+    """Signal values as stored (text or bytes) -> seconds; a bad value is ignored with a warning.
+
+    Anyone who can write to the queue's store can write there too: one bad value must not stop
+    every worker from starting.
+    """
+    out: dict[str, float] = {}
+    for name, value in raw:
+        key = name.decode("utf-8", "replace") if isinstance(name, bytes) else str(name)
+        text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+        try:
+            number = float(text)
+        except ValueError:
+            number = math.nan
+        if math.isfinite(number):
+            out[key] = number
+        elif (key, text) not in _warned_signals:
+            _warned_signals.add((key, text))
+            log.warning("ignoring worker signal %r on connection %r: %r is not a time", key,
+                        connection, text[:40])
+    return out
 
 
 def id_for(raw: str) -> str:

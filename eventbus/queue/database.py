@@ -13,6 +13,7 @@ wake at once instead of after ``--sleep``.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 import uuid
@@ -23,7 +24,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from eventbus.payload import Payload, attempts_of
-from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
+from eventbus.queue.base import Queue, QueueJob, QueueStats, delay_seconds, id_for, parse_signals
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates, worker_engine_for
 
@@ -57,7 +58,7 @@ def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
 
 def signals_table(metadata: sa.MetaData) -> sa.Table:
     return sa.Table("eventbus_signals", metadata,
-                    sa.Column("name", sa.String(64), primary_key=True),
+                    sa.Column("name", sa.String(191), primary_key=True),
                     sa.Column("value", sa.Double, nullable=False))
 
 
@@ -318,6 +319,42 @@ class DatabaseQueue(Queue):
         return int(self._scalar("size", sa.select(sa.func.count()).where(
             j.queue == self.queue_name(queue))))
 
+    def queues(self) -> list[str]:
+        j = self.jobs.c
+        if self._is_missing_sqlite_file():
+            return []
+
+        def run() -> list[str]:
+            with self.engine.connect() as conn:
+                return sorted(r[0] for r in conn.execute(sa.select(j.queue).distinct()))
+
+        return list(self._guard("list queues", run))
+
+    def stats(self, queue: str | None = None) -> QueueStats:
+        j = self.jobs.c
+        name = self.queue_name(queue)
+        if self._is_missing_sqlite_file():
+            return QueueStats(name, 0, 0, 0)
+        now = time.time()
+        reserved = j.reserved_at.is_not(None)
+        ready = sa.and_(j.reserved_at.is_(None), j.available_at <= now)
+        delayed = sa.and_(j.reserved_at.is_(None), j.available_at > now)
+
+        def count(condition: Any) -> Any:
+            return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
+
+        stmt = sa.select(count(ready), count(delayed), count(reserved),
+                         sa.func.min(sa.case((ready, j.created_at), else_=None))).where(j.queue == name)
+
+        def run() -> QueueStats:
+            with self.engine.connect() as conn:
+                n_ready, n_delayed, n_reserved, oldest = conn.execute(stmt).one()
+            age = max(now - float(oldest), 0.0) if oldest is not None else None
+            return QueueStats(name, int(n_ready), int(n_delayed), int(n_reserved), age)
+
+        found: QueueStats = self._guard("stats", run)
+        return found
+
     def clear(self, queue: str | None = None) -> int:
         j = self.jobs.c
 
@@ -367,22 +404,37 @@ class DatabaseQueue(Queue):
             self._sqlite_watch.close()
             self._sqlite_watch = None
 
+    def _signal_name(self, name: str) -> str:
+        """Signals are keyed by the jobs table, so apps sharing a database keep their own."""
+        return f"{self.jobs.name}:{name}"
+
     def signals(self) -> dict[str, float]:
         s = self.signals_table
+        prefix = self._signal_name("")
 
         def run() -> dict[str, float]:
             with self.engine.connect() as conn:
-                return {r.name: float(r.value) for r in conn.execute(sa.select(s.c.name, s.c.value))}
+                rows = conn.execute(sa.select(s.c.name, s.c.value).where(s.c.name.startswith(prefix)))
+                return parse_signals(((r.name[len(prefix):], r.value) for r in rows),
+                                     self.connection_name)
 
         return dict(self._guard("signal check", run))
 
-    def set_signal(self, name: str, value: float | None) -> None:
+    def set_signal(self, name: str, value: float | None) -> bool:
+        if self._is_missing_sqlite_file():
+            return False  # no worker can be using it, and signalling must not create it
         s = self.signals_table
+        key = self._signal_name(name)
 
         def run() -> None:
             with self.engine.begin() as conn:
-                conn.execute(sa.delete(s).where(s.c.name == name))
+                conn.execute(sa.delete(s).where(s.c.name == key))
                 if value is not None:
-                    conn.execute(sa.insert(s).values(name=name, value=value))
+                    conn.execute(sa.insert(s).values(name=key, value=value))
 
         self._guard("signal", run)
+        return True
+
+    def _is_missing_sqlite_file(self) -> bool:
+        path = self.engine.url.database if self.dialect == "sqlite" else None
+        return bool(path) and path != ":memory:" and not os.path.exists(str(path))

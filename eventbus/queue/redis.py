@@ -30,14 +30,13 @@ from redis.exceptions import ClusterDownError
 from redis.retry import Retry
 
 from eventbus.errors import ConnectionUnavailableError
-from eventbus.payload import Payload, attempts_of
-from eventbus.queue.base import Queue, QueueJob, delay_seconds, id_for
+from eventbus.payload import Payload, attempts_of, pushed_at_of
+from eventbus.queue.base import Queue, QueueJob, QueueStats, delay_seconds, id_for, parse_signals
 from eventbus.urls import redact_url
 
 T = TypeVar("T")
 LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError)
 BULK_CHUNK = 500
-SIGNAL_KEY = "eventbus:signals"
 
 
 def _script(name: str) -> str:
@@ -57,6 +56,18 @@ def client_for(url: str, *, socket_timeout: float | None = 10.0, name: str = "ev
     if cluster:
         return RedisCluster.from_url(url, **options)
     return redis.Redis.from_url(url, health_check_interval=30, **options)
+
+
+def _glob_escape(text: str) -> str:
+    return "".join(f"\\{c}" if c in "*?[]\\" else c for c in text)
+
+
+def _age_of(body: bytes | None) -> float | None:
+    """Seconds since a stored payload was pushed (its ``pushedAt``), when it says."""
+    if not body:
+        return None
+    pushed = pushed_at_of(body.decode("utf-8", "surrogateescape"))
+    return max(time.time() - pushed, 0.0) if pushed else None
 
 
 def load_script(client: Any, name: str) -> Any:
@@ -218,6 +229,34 @@ class RedisQueue(Queue):
 
         return self._call("size", run)
 
+    def queues(self) -> list[str]:
+        """Every queue with a body stored under this prefix (SCAN: fine for tools, not per job)."""
+        pattern = f"{_glob_escape(self.prefix)}{{*}}:bodies"
+        found: set[str] = set()
+
+        def scan() -> None:
+            for key in self.redis.scan_iter(match=pattern, count=500):
+                text = key.decode("utf-8", "replace")
+                found.add(text[len(self.prefix) + 1:text.rindex("}:bodies")])
+
+        self._call("list queues", scan)
+        return sorted(found)
+
+    def stats(self, queue: str | None = None) -> QueueStats:
+        name = self.queue_name(queue)
+
+        def run() -> QueueStats:
+            pipe = self.redis.pipeline(transaction=False)
+            pipe.llen(self.key(name))
+            pipe.zcard(self.key(name, "delayed"))
+            pipe.zcard(self.key(name, "reserved"))
+            pipe.lindex(self.key(name), 0)
+            ready, delayed, reserved, first = pipe.execute()
+            body = self.redis.hget(self.key(name, "bodies"), first) if first else None
+            return QueueStats(name, int(ready), int(delayed), int(reserved), _age_of(body))
+
+        return self._call("stats", run)
+
     def clear(self, queue: str | None = None) -> int:
         keys = self._keys(queue, "", "delayed", "notify", "bodies", "attempts", "tokens", "reserved")
         keys[0] = self.key(queue)
@@ -242,12 +281,19 @@ class RedisQueue(Queue):
     def close(self) -> None:
         self.redis.close()
 
-    def signals(self) -> dict[str, float]:
-        values = self._call("signal check", lambda: self.redis.hgetall(SIGNAL_KEY))
-        return {k.decode(): float(v) for k, v in values.items()}
+    @property
+    def signal_key(self) -> str:
+        """Worker signals live under the connection's prefix: another app sharing this Redis
+        database with its own prefix neither sees nor sends them."""
+        return f"{self.prefix}signals"
 
-    def set_signal(self, name: str, value: float | None) -> None:
+    def signals(self) -> dict[str, float]:
+        values = self._call("signal check", lambda: self.redis.hgetall(self.signal_key))
+        return parse_signals(values.items(), self.connection_name)
+
+    def set_signal(self, name: str, value: float | None) -> bool:
         if value is None:
-            self._call("signal", lambda: self.redis.hdel(SIGNAL_KEY, name))
+            self._call("signal", lambda: self.redis.hdel(self.signal_key, name))
         else:
-            self._call("signal", lambda: self.redis.hset(SIGNAL_KEY, name, repr(value)))
+            self._call("signal", lambda: self.redis.hset(self.signal_key, name, repr(value)))
+        return True

@@ -192,3 +192,12 @@ class SelfDeleting(eventbus.Job):
         trace("attempt", self.attempts)
         self.delete()
         raise RuntimeError("after delete")
+
+
+class Shouting(eventbus.Job):
+    """Fails with terminal escape sequences in its display name and message."""
+
+    display_name = "Shouting\x1b[2J\x1b]0;pwned\x07"
+
+    def handle(self) -> None:
+        raise RuntimeError("red \x1b[31malert\u202e")

@@ -181,3 +181,16 @@ def test_worker_signals(q: Queue) -> None:
     assert q.signals() == {"restart": 123.5, "down": 1.0}
     q.set_signal("down", None)
     assert q.signals() == {"restart": 123.5}
+
+
+def test_queues_and_stats_by_state(q: Queue) -> None:
+    q.push(payload(1))
+    q.push(payload(2))
+    q.later(60, payload(3), "other")
+    assert q.pop() is not None
+    assert set(q.queues()) >= {"default", "other"}
+    default, other = q.stats("default"), q.stats("other")
+    assert (default.ready, default.delayed, default.reserved, default.size) == (1, 0, 1, 2)
+    assert (other.ready, other.delayed, other.reserved) == (0, 1, 0)
+    assert default.oldest_ready_age_s is not None and 0 <= default.oldest_ready_age_s < 30
+    assert other.oldest_ready_age_s is None
