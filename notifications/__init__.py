@@ -1,24 +1,21 @@
 """Notifications for eventbus: mail, SMS, database and log channels, now or through the queue."""
 
 from notifications import channels
-from notifications.channels import register_channel
-from notifications.channels.database import (
-    DatabaseNotification,
-    mark_as_read,
-    notifications_for,
-    unread_notifications_for,
-)
-from notifications.channels.sms import SmsMessage
+from notifications.channels import Channel, register_channel
 from notifications.errors import DeliveryError, NotificationFailedError, UnknownChannelError
 from notifications.events import NotificationFailed, NotificationSending, NotificationSent
 from notifications.mail.message import MailMessage
 from notifications.notifiable import Notifiable
 from notifications.notification import AnonymousNotifiable, Notification
 from notifications.queued import SendQueuedNotifications
+from notifications.runtime import migrate, reset, validate_settings
 from notifications.sender import notify, notify_now
+from notifications.sms.message import SmsMessage
+from notifications.store import DatabaseNotification, mark_as_read, notifications_for, unread_notifications_for
 
 __all__ = [
     "AnonymousNotifiable",
+    "Channel",
     "DatabaseNotification",
     "DeliveryError",
     "MailMessage",
@@ -33,9 +30,12 @@ __all__ = [
     "UnknownChannelError",
     "channels",
     "mark_as_read",
+    "migrate",
     "notifications_for",
     "notify",
     "notify_now",
     "register_channel",
+    "reset",
     "unread_notifications_for",
+    "validate_settings",
 ]

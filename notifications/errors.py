@@ -1,8 +1,15 @@
-"""Notification errors, all under ``eventbus.EventBusError``."""
+"""Notification errors, all under ``eventbus.EventBusError``::
+
+    EventBusError
+    ├── NotificationFailedError   notify_now(): one or more channels failed (``.failures``)
+    ├── DeliveryError             a transport or provider refused one message
+    └── ConfigurationError
+        └── UnknownChannelError   via() names a channel nobody registered
+"""
 
 from __future__ import annotations
 
-from eventbus import ConfigurationError, EventBusError
+from notifications._core import ConfigurationError, EventBusError
 
 
 class NotificationFailedError(EventBusError):

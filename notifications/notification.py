@@ -12,7 +12,8 @@ import dataclasses
 import uuid
 from typing import Any, ClassVar
 
-from eventbus import registry, serializable
+from notifications import sender
+from notifications._core import register, serializable
 
 
 class Notification:
@@ -29,7 +30,7 @@ class Notification:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        registry.register(cls)
+        register(cls)
 
     @property
     def id(self) -> str:
@@ -84,11 +85,13 @@ class AnonymousNotifiable:
         return self.routes.get(channel)
 
     def notify(self, notification: Notification) -> None:
-        from notifications.sender import sender
-
+        """Send ``notification`` now, or queue it when the notification is queued."""
         sender.send([self], notification)
 
     def notify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
-        from notifications.sender import sender
-
+        """Send now on every channel (or ``channels``), even a queued notification."""
         sender.send_now([self], notification, channels)
+
+    async def anotify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
+        """Like :meth:`notify_now`, awaiting async channels in the running loop."""
+        await sender.asend_now([self], notification, channels)

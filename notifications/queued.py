@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventbus import serializable
-from eventbus.jobs import InteractsWithQueue
+from notifications._core import InteractsWithQueue, serializable
+from notifications.delivery import deliver
 
 
 @serializable
@@ -27,13 +27,10 @@ class SendQueuedNotifications(InteractsWithQueue):
         self.timeout = getattr(notification, "timeout", None)
         self.max_exceptions = getattr(notification, "max_exceptions", None)
 
-    def handle(self) -> Any:
-        from notifications.sender import sender
-
-        return sender.asend_now([self.notifiable], self.notification, [self.channel])
+    async def handle(self) -> None:
+        await deliver(self.notifiable, self.notification, self.channel)
 
     def failed(self, exc: BaseException) -> None:
         hook = getattr(self.notification, "failed", None)
         if callable(hook):
-            cause = getattr(exc, "failures", {}).get(self.channel, exc)
-            hook(self.notifiable, self.channel, cause)
+            hook(self.notifiable, self.channel, exc)

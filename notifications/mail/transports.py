@@ -24,13 +24,12 @@ import logging
 import pathlib
 import time
 import uuid
-from typing import Any, Protocol
+from typing import Protocol
 from urllib.parse import parse_qs, unquote, urlsplit
 
 import aiosmtplib
 
-from eventbus import ConfigurationError
-from eventbus.config import redact_url
+from notifications._core import ConfigurationError, redact_url
 from notifications.errors import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -144,7 +143,7 @@ def _flag(query: dict[str, list[str]], name: str, default: bool) -> bool:
     return default if not values else values[-1].lower() in ("1", "true", "yes", "on")
 
 
-def transport_from_url(url: str) -> Any:
+def transport_from_url(url: str) -> MailTransport:
     """Build the transport a mail URL names; a bad URL is one clear ConfigurationError."""
     if url == "array":
         return ArrayTransport()

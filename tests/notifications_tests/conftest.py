@@ -45,11 +45,17 @@ class Inbox:
                 for e in self.envelopes]
 
 
+def forget_channels() -> None:
+    channels.reset()
+    for name in channels.registered_channels():
+        channels.unregister(name)
+
+
 @pytest.fixture(autouse=True)
 def fresh_channels() -> Iterator[None]:
-    channels.reset()
+    forget_channels()
     yield
-    channels.reset()
+    forget_channels()
 
 
 @pytest.fixture

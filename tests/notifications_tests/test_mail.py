@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import pathlib
 
 import pytest
 
 import eventbus
-from eventbus import _aio
 from notifications import MailMessage, Notifiable, Notification, NotificationFailedError
-from notifications.channels.mail import MailChannel, build_email
-from notifications.mail import LogTransport, render, set_template_dirs, transport_from_url
+from notifications.channels.mail import MailChannel
+from notifications.mail import LogTransport, SmtpTransport, render, set_template_dirs, transport_from_url
+from notifications.mail.mime import build_email
 
 
 @dataclasses.dataclass
@@ -111,18 +112,26 @@ def test_wrong_password_fails_that_channel(tls_smtp_server: tuple) -> None:
 
 def test_connection_is_reused_across_messages_and_reopened_after_a_drop(smtp_server: tuple) -> None:
     inbox, port = smtp_server
-    channel = MailChannel(transport_from_url(f"smtp://127.0.0.1:{port}"))
+    transport = transport_from_url(f"smtp://127.0.0.1:{port}")
+    assert isinstance(transport, SmtpTransport)
+    channel = MailChannel(transport)
     user = User(1, "ada@example.com")
-    for _ in range(3):
-        _aio.run(channel.send(user, Welcome("Ada")))
-    assert channel.transport.connections_opened == 1 and len(inbox.sessions) == 1
-    _aio.run(channel.transport.close_loop(id(_aio.loop())))
-    _aio.run(channel.send(user, Welcome("Ada")))
-    assert channel.transport.connections_opened == 2 and len(inbox.envelopes) == 4
-    off = MailChannel(transport_from_url(f"smtp://127.0.0.1:{port}?reuse=0"))
-    for _ in range(2):
-        _aio.run(off.send(user, Welcome("Ada")))
-    assert off.transport.connections_opened == 2
+    loop = asyncio.new_event_loop()
+    try:
+        for _ in range(3):
+            loop.run_until_complete(channel.send(user, Welcome("Ada")))
+        assert transport.connections_opened == 1 and len(inbox.sessions) == 1
+        loop.run_until_complete(transport.close_loop(id(loop)))
+        loop.run_until_complete(channel.send(user, Welcome("Ada")))
+        assert transport.connections_opened == 2 and len(inbox.envelopes) == 4
+        off = transport_from_url(f"smtp://127.0.0.1:{port}?reuse=0")
+        assert isinstance(off, SmtpTransport)
+        for _ in range(2):
+            loop.run_until_complete(MailChannel(off).send(user, Welcome("Ada")))
+        assert off.connections_opened == 2
+        loop.run_until_complete(transport.close_loop(id(loop)))
+    finally:
+        loop.close()
 
 
 def test_smtp_down_is_a_delivery_error() -> None:

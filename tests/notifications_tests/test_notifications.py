@@ -28,6 +28,7 @@ from notifications import (
     register_channel,
     unread_notifications_for,
 )
+from notifications import store
 from notifications.channels import resolve_channel
 from notifications.testing import fake_notifications
 
@@ -220,16 +221,14 @@ def test_database_channel_on_postgres(memory_transports: tuple) -> None:
     reason = database_reason(PG_URL)
     if reason:
         pytest.skip(reason)
-    from notifications.channels import database
-
-    database.configure(PG_URL)
+    store.configure(PG_URL)
     try:
         user = User(8_000_000 + __import__("os").getpid())
         user.notify_now(Hello("pg"), channels=["database"])
         assert [n.data for n in user.unread_notifications] == [{"text": "pg"}]
         assert mark_as_read(user) == 1
     finally:
-        database.configure(None)
+        store.configure(None)
 
 
 # -- fakes ------------------------------------------------------------------------------------
@@ -280,13 +279,11 @@ def test_queued_mail_arrives_while_failing_sms_is_retried_and_failed(
     assert traces(use_redis, "notification_failed") == ["sms:DeliveryError"]
     [record] = eventbus.failed.store().all()  # type: ignore[attr-defined]
     assert "via sms" in record.display_name and "Twilio refused the SMS (503" in record.summary
-    from notifications.channels import database
-
-    database.configure("sqlite:///notes.sqlite3")
+    store.configure("sqlite:///notes.sqlite3")
     try:
         assert [n.data for n in notifications_for(customer)] == [{"order_id": 42}]
     finally:
-        database.configure(None)
+        store.configure(None)
 
 
 def test_log_channel(memory_transports: tuple, caplog: Any) -> None:

@@ -9,7 +9,7 @@ import pytest
 
 import eventbus
 from notifications import Notifiable, Notification, NotificationFailedError, SmsMessage
-from notifications.channels.sms import provider_from_url
+from notifications.sms import provider_from_url
 
 
 @dataclasses.dataclass
