@@ -2,7 +2,7 @@
 
 from notifications import channels
 from notifications.channels import Channel, register_channel
-from notifications.errors import DeliveryError, NotificationFailedError, UnknownChannelError
+from notifications.errors import DeliveryError, InvalidAddressError, NotificationFailedError, UnknownChannelError
 from notifications.events import NotificationFailed, NotificationSending, NotificationSent
 from notifications.mail.message import MailMessage
 from notifications.notifiable import Notifiable
@@ -18,6 +18,7 @@ __all__ = [
     "Channel",
     "DatabaseNotification",
     "DeliveryError",
+    "InvalidAddressError",
     "MailMessage",
     "Notifiable",
     "Notification",

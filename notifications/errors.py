@@ -3,6 +3,7 @@
     EventBusError
     ├── NotificationFailedError   notify_now(): one or more channels failed (``.failures``)
     ├── DeliveryError             a transport or provider refused one message
+    │   └── InvalidAddressError   an address field holds something other than one address per entry
     └── ConfigurationError
         └── UnknownChannelError   via() names a channel nobody registered
 """
@@ -37,4 +38,13 @@ class DeliveryError(EventBusError):
         self.code = code
 
 
-__all__ = ["DeliveryError", "NotificationFailedError", "UnknownChannelError"]
+class InvalidAddressError(DeliveryError):
+    """A mail address entry is not exactly one valid address; ``field`` names where it was
+    (``to``, ``from``, ``reply_to``, ``cc``, ``bcc``). Nothing was sent."""
+
+    def __init__(self, message: str, *, field: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+__all__ = ["DeliveryError", "InvalidAddressError", "NotificationFailedError", "UnknownChannelError"]

@@ -6,7 +6,7 @@ from typing import Any, ClassVar
 
 from notifications._core import settings
 from notifications.mail.message import MailMessage
-from notifications.mail.mime import add_bcc, build_email, recipients
+from notifications.mail.mime import build_email
 from notifications.mail.transports import MailTransport, transport_from_url
 
 
@@ -24,6 +24,5 @@ class MailChannel:
         message = notification.to_mail(notifiable)
         if not isinstance(message, MailMessage):
             raise TypeError(f"{type(notification).__qualname__}.to_mail() must return a MailMessage")
-        mime = build_email(message, recipients(route), self.from_address)
-        add_bcc(mime, message)
+        mime = build_email(message, route, self.from_address)
         return await self.transport.send(mime)

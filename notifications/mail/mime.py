@@ -1,40 +1,50 @@
-"""Turning a :class:`MailMessage` into a MIME message: text and HTML alternatives, then attachments."""
+"""Turning a :class:`MailMessage` into a MIME message: text and HTML alternatives, then attachments.
+
+Address headers are written from parsed :class:`~email.headerregistry.Address` objects, one per
+entry (see :mod:`notifications.mail.addresses`), never from joined strings.
+"""
 
 from __future__ import annotations
 
 import email.message
 import email.utils
+from email.headerregistry import Address
 from typing import Any
 
+from notifications.errors import InvalidAddressError
+from notifications.mail.addresses import parse_address, parse_pairs, parse_route
 from notifications.mail.message import MailMessage
 from notifications.mail.render import render
 
 
-def _address(pair: tuple[str, str | None]) -> str:
-    return email.utils.formataddr((pair[1] or "", pair[0]))
+def _sender(message: MailMessage, default_from: str) -> Address:
+    if message.content.from_address:
+        address, name = message.content.from_address
+        return parse_address(address, "from", name)
+    try:
+        return parse_address(default_from, "from")
+    except InvalidAddressError as exc:
+        raise InvalidAddressError(f"{exc}; check the mail_from setting (EVENTBUS_MAIL_FROM)",
+                                  field="from") from exc
 
 
-def recipients(route: Any) -> list[str]:
-    """The ``To`` entries a mail route stands for: an address, a list of them, or ``{address: name}``."""
-    if isinstance(route, dict):
-        return [email.utils.formataddr((name or "", addr)) for addr, name in route.items()]
-    if isinstance(route, (list, tuple)):
-        return [str(r) for r in route]
-    return [str(route)]
+def build_email(message: MailMessage, route: Any, default_from: str) -> email.message.EmailMessage:
+    """The MIME message for ``message`` sent to ``route`` (an address, a list, or ``{address: name}``).
 
-
-def build_email(message: MailMessage, to: list[str], default_from: str) -> email.message.EmailMessage:
-    """The MIME message for ``message`` sent to ``to``; Bcc is left to :func:`add_bcc`."""
+    Every address is checked before anything is built; a bad one raises InvalidAddressError naming
+    the field. The Bcc header is included: the SMTP transport sends to it and strips it.
+    """
     c = message.content
+    sender, to = _sender(message, default_from), parse_route(route)
+    cc, bcc, reply_to = parse_pairs(c.cc, "cc"), parse_pairs(c.bcc, "bcc"), parse_pairs(c.reply_to, "reply_to")
     html_part, text_part = render(message)
     mime = email.message.EmailMessage()
     mime["Subject"] = c.subject or ""
-    mime["From"] = _address(c.from_address) if c.from_address else default_from
-    mime["To"] = ", ".join(to)
-    if c.cc:
-        mime["Cc"] = ", ".join(_address(a) for a in c.cc)
-    if c.reply_to:
-        mime["Reply-To"] = ", ".join(_address(a) for a in c.reply_to)
+    mime["From"] = sender
+    mime["To"] = to
+    for header, addresses in (("Cc", cc), ("Reply-To", reply_to), ("Bcc", bcc)):
+        if addresses:
+            mime[header] = addresses
     mime["Date"] = email.utils.formatdate(localtime=True)
     mime["Message-ID"] = email.utils.make_msgid(domain="eventbus.local")
     if c.tags:
@@ -48,9 +58,3 @@ def build_email(message: MailMessage, to: list[str], default_from: str) -> email
         mime.add_attachment(att.content, maintype=maintype, subtype=subtype or "octet-stream",
                             filename=att.filename)
     return mime
-
-
-def add_bcc(mime: email.message.EmailMessage, message: MailMessage) -> None:
-    """Bcc goes in a header the SMTP transport sends to and strips (as smtplib does)."""
-    if message.content.bcc:
-        mime["Bcc"] = ", ".join(_address(a) for a in message.content.bcc)
