@@ -5,9 +5,11 @@ Chosen by URL (``EVENTBUS_MAIL_URL`` or ``configure(mail=...)``)::
     log                      .eml files in ./storage/mail, one log line each
     log:/var/mail/outbox     .eml files in that directory
     array                    kept in memory (``transport.messages``), for tests
-    smtp://user:pass@host:587?starttls=1&timeout=10
+    smtp://user:pass@host:587?timeout=10            STARTTLS, required when there are credentials
+    smtp://host:25                                  no credentials: plain SMTP (starttls=1 to upgrade)
     smtps://user:pass@host:465                      implicit TLS
-        extra query options: verify=0 (accept any certificate), cafile=PATH, reuse=0 (a new
+        extra query options: starttls=0 (send credentials in clear, with a warning: only for a
+        server on this host), verify=0 (accept any certificate), cafile=PATH, reuse=0 (a new
         connection per message)
 
 The SMTP transport keeps one connection per event loop and reuses it across messages (a worker
@@ -82,12 +84,44 @@ class SmtpSettings:
     cert_bundle: str | None = None
     reuse: bool = True
 
+    @property
+    def password_in_clear(self) -> bool:
+        """Would the password cross the network unencrypted (no TLS, no STARTTLS)?"""
+        return self.password is not None and not self.use_tls and not self.start_tls
+
+    @classmethod
+    def from_url(cls, url: str) -> SmtpSettings:
+        """Parse ``smtp://`` or ``smtps://`` (nothing connects); a bad URL is a ConfigurationError.
+
+        With credentials and no implicit TLS, STARTTLS is on unless the URL says ``starttls=0``.
+        """
+        parts = urlsplit(url)
+        if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
+            raise ConfigurationError(f"bad mail URL {redact_url(url)!r}: use log, log:DIR, array, "
+                                     "smtp://user:pass@host:port?starttls=1 or smtps://...")
+        query = parse_qs(parts.query)
+        implicit = parts.scheme == "smtps" or _flag(query, "tls", False)
+        credentials = parts.username is not None
+        return cls(
+            host=parts.hostname, port=parts.port or (465 if implicit else 25),
+            username=unquote(parts.username) if parts.username else None,
+            password=unquote(parts.password) if parts.password else None,
+            use_tls=implicit, start_tls=_flag(query, "starttls", credentials and not implicit),
+            timeout=float(query.get("timeout", ["30"])[-1]),
+            validate_certs=_flag(query, "verify", True),
+            cert_bundle=query.get("cafile", [None])[-1],
+            reuse=_flag(query, "reuse", True))
+
 
 class SmtpTransport:
     """SMTP over aiosmtplib, one reused connection per event loop."""
 
     def __init__(self, settings: SmtpSettings) -> None:
         self.settings = settings
+        if settings.password_in_clear:
+            log.warning("SMTP to %s:%s sends the password in clear (starttls=0 and no TLS); "
+                        "use STARTTLS or smtps:// unless the server is on this host",
+                        settings.host, settings.port)
         self._clients: dict[int, tuple[aiosmtplib.SMTP, asyncio.Lock]] = {}
         self.connections_opened = 0
 
@@ -150,18 +184,4 @@ def transport_from_url(url: str) -> MailTransport:
     if url == "log" or url.startswith("log:"):
         directory = url[4:].removeprefix("//") if url.startswith("log:") else ""
         return LogTransport(directory or "storage/mail")
-    parts = urlsplit(url)
-    if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
-        raise ConfigurationError(f"bad mail URL {redact_url(url)!r}: use log, log:DIR, array, "
-                                 "smtp://user:pass@host:port?starttls=1 or smtps://...")
-    query = parse_qs(parts.query)
-    implicit = parts.scheme == "smtps" or _flag(query, "tls", False)
-    return SmtpTransport(SmtpSettings(
-        host=parts.hostname, port=parts.port or (465 if implicit else 25),
-        username=unquote(parts.username) if parts.username else None,
-        password=unquote(parts.password) if parts.password else None,
-        use_tls=implicit, start_tls=_flag(query, "starttls", False),
-        timeout=float(query.get("timeout", ["30"])[-1]),
-        validate_certs=_flag(query, "verify", True),
-        cert_bundle=query.get("cafile", [None])[-1],
-        reuse=_flag(query, "reuse", True)))
+    return SmtpTransport(SmtpSettings.from_url(url))

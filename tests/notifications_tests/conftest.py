@@ -97,6 +97,25 @@ def tls_smtp_server(self_signed_cert: tuple[str, str]) -> Iterator[tuple[Inbox, 
     controller.stop()
 
 
+@pytest.fixture
+def lenient_tls_smtp_server(self_signed_cert: tuple[str, str]) -> Iterator[tuple[Inbox, int, str, list[bool]]]:
+    """Offers STARTTLS but also accepts AUTH without it; records whether each AUTH came over TLS."""
+    cert, key = self_signed_cert
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    inbox, port, auth_over_tls = Inbox(), free_port(), []
+
+    def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        auth_over_tls.append(session.ssl is not None)
+        return AuthResult(success=isinstance(data, LoginPassword) and data.password == b"s3cret")
+
+    controller = Controller(inbox, hostname="127.0.0.1", port=port, tls_context=context, require_starttls=False,
+                            auth_require_tls=False, authenticator=authenticate)
+    controller.start()
+    yield inbox, port, cert, auth_over_tls
+    controller.stop()
+
+
 class ProviderStub(http.server.BaseHTTPRequestHandler):
     """Answers like Twilio's Messages API and Vonage's SMS API; records every request."""
 

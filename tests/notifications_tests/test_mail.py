@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import logging
 import pathlib
+from typing import Any
 
 import pytest
 
@@ -100,6 +102,28 @@ def test_starttls_with_a_self_signed_certificate_and_auth(tls_smtp_server: tuple
     eventbus.configure(mail=f"smtp://shop:s3cret@127.0.0.1:{port}?starttls=1&cafile={cert}")
     User(1, "ada@example.com").notify_now(Welcome("Ada"))
     assert len(inbox.envelopes) == 1
+
+
+def test_credentials_use_starttls_by_default(lenient_tls_smtp_server: tuple) -> None:
+    inbox, port, cert, auth_over_tls = lenient_tls_smtp_server
+    eventbus.configure(mail=f"smtp://shop:s3cret@127.0.0.1:{port}?cafile={cert}")
+    User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    assert auth_over_tls == [True] and len(inbox.envelopes) == 1
+
+
+def test_starttls_0_sends_credentials_in_clear_with_a_warning(lenient_tls_smtp_server: tuple, caplog: Any) -> None:
+    inbox, port, _, auth_over_tls = lenient_tls_smtp_server
+    eventbus.configure(mail=f"smtp://shop:s3cret@127.0.0.1:{port}?starttls=0")
+    with caplog.at_level(logging.WARNING, logger="notifications"):
+        User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    assert auth_over_tls == [False] and len(inbox.envelopes) == 1
+    assert "starttls=0" in caplog.text and "in clear" in caplog.text and "s3cret" not in caplog.text
+
+
+def test_without_credentials_starttls_stays_opt_in(smtp_server: tuple) -> None:
+    _, port = smtp_server
+    transport = transport_from_url(f"smtp://127.0.0.1:{port}")
+    assert isinstance(transport, SmtpTransport) and transport.settings.start_tls is False
 
 
 def test_wrong_password_fails_that_channel(tls_smtp_server: tuple) -> None:
