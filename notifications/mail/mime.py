@@ -46,7 +46,7 @@ def build_email(message: MailMessage, route: Any, default_from: str) -> email.me
         if addresses:
             mime[header] = addresses
     mime["Date"] = email.utils.formatdate(localtime=True)
-    mime["Message-ID"] = email.utils.make_msgid(domain="eventbus.local")
+    mime["Message-ID"] = email.utils.make_msgid(domain=sender.domain)
     if c.tags:
         mime["X-Tags"] = ", ".join(c.tags)
     for name, value in c.headers.items():

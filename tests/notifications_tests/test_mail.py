@@ -175,3 +175,68 @@ def test_log_transport_writes_eml(tmp_path: pathlib.Path) -> None:
 def test_bad_mail_url() -> None:
     with pytest.raises(eventbus.ConfigurationError, match="bad mail URL 'ftp://h'"):
         transport_from_url("ftp://h")
+
+
+# -- hardening: headers, templates, links, Message-ID -----------------------------------------
+
+@pytest.mark.parametrize("name", ["X-Evil\r\nBcc", "X-Evil\nBcc", "X-Evil\n", "X Space", "X:Colon", "", "X-Ünicode",
+                                  "Bcc", "to", "Content-Type", "MIME-Version"])
+def test_bad_or_reserved_header_names_are_refused(name: str) -> None:
+    with pytest.raises(ValueError, match="header name"):
+        MailMessage().header(name, "attacker@y.test")
+    with pytest.raises(ValueError, match="header name"):
+        MailMessage(headers={name: "attacker@y.test"})
+
+
+def test_header_values_cannot_break_the_line() -> None:
+    with pytest.raises(ValueError, match="header value"):
+        MailMessage().header("X-Campaign", "spring\r\nBcc: attacker@y.test")
+
+
+def test_a_good_custom_header_is_kept() -> None:
+    mime = build_email(MailMessage().header("X-Campaign", "spring"), "ada@example.com", "shop@example.com")
+    assert mime["X-Campaign"] == "spring"
+
+
+@pytest.mark.parametrize("name", ["hello.j2", "hello.jinja", "hello.jinja2", "hello.html.j2", "hello.xml"])
+def test_jinja_templates_are_autoescaped(tmp_path: pathlib.Path, name: str) -> None:
+    (tmp_path / name).write_text("<p>Hi {{ name }}</p>")
+    set_template_dirs(tmp_path)
+    try:
+        html, _ = render(MailMessage(template=name, context={"name": "<script>x</script>"}))
+    finally:
+        set_template_dirs("templates")
+    assert html == "<p>Hi &lt;script&gt;x&lt;/script&gt;</p>"
+
+
+def test_only_text_templates_are_not_escaped(tmp_path: pathlib.Path) -> None:
+    (tmp_path / "hello.html.j2").write_text("<p>Hi {{ name }}</p>")
+    (tmp_path / "hello.txt").write_text("Hi {{ name }}")
+    set_template_dirs(tmp_path)
+    try:
+        assert render(MailMessage(template="hello.html.j2", context={"name": "<Ada>"})) == \
+            ("<p>Hi &lt;Ada&gt;</p>", "Hi <Ada>")
+    finally:
+        set_template_dirs("templates")
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "JavaScript:alert(1)", "data:text/html,<b>x</b>",
+                                 "vbscript:x", "//evil.example/x", "ftp://files.example/x", " javascript:x"])
+def test_action_accepts_only_web_and_mailto_links(url: str) -> None:
+    with pytest.raises(ValueError, match="action URL"):
+        MailMessage().action("Open", url)
+    with pytest.raises(ValueError, match="action URL"):
+        MailMessage(action=("Open", url))
+
+
+@pytest.mark.parametrize("url", ["https://shop.example/a?x=1", "http://localhost:8000/", "mailto:help@shop.example",
+                                 "HTTPS://SHOP.EXAMPLE/"])
+def test_action_keeps_good_links(url: str) -> None:
+    assert MailMessage().action("Open", url).content.action_url == url
+
+
+def test_message_id_uses_the_from_domain() -> None:
+    default = build_email(MailMessage(), "ada@example.com", "Shop <shop@shop.example>")
+    assert default["Message-ID"].endswith("@shop.example>")
+    own = build_email(MailMessage(from_="news@news.example"), "ada@example.com", "shop@shop.example")
+    assert own["Message-ID"].endswith("@news.example>")
