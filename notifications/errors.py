@@ -30,12 +30,21 @@ class UnknownChannelError(ConfigurationError):
 
 
 class DeliveryError(EventBusError):
-    """A transport or provider refused a message (SMTP error, provider error response)."""
+    """A transport or provider refused a message (SMTP error, provider error response).
 
-    def __init__(self, message: str, *, status: int | None = None, code: str | None = None) -> None:
+    ``status`` and ``code`` are the answer's status and the provider's error code. What the
+    queued job does with it: ``retry_after`` (seconds, from a 429 or 503 with Retry-After)
+    releases it for that long; ``permanent`` (the same message will be refused again, e.g. a 4xx
+    answer or a bad address) fails it at once; otherwise it is retried with its backoff.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, code: str | None = None,
+                 retry_after: float | None = None, permanent: bool = False) -> None:
         super().__init__(message)
         self.status = status
         self.code = code
+        self.retry_after = retry_after
+        self.permanent = permanent
 
 
 class InvalidAddressError(DeliveryError):
@@ -43,7 +52,7 @@ class InvalidAddressError(DeliveryError):
     (``to``, ``from``, ``reply_to``, ``cc``, ``bcc``). Nothing was sent."""
 
     def __init__(self, message: str, *, field: str) -> None:
-        super().__init__(message)
+        super().__init__(message, permanent=True)
         self.field = field
 
 

@@ -10,7 +10,8 @@ Chosen by URL (``EVENTBUS_MAIL_URL`` or ``configure(mail=...)``)::
     smtps://user:pass@host:465                      implicit TLS
         extra query options: starttls=0 (send credentials in clear, with a warning: only for a
         server on this host), verify=0 (accept any certificate), cafile=PATH, reuse=0 (a new
-        connection per message)
+        connection per message). Option values are not form-decoded (``+`` stays ``+``); an
+        unknown option is a ConfigurationError.
 
 The SMTP transport keeps one connection per event loop and reuses it across messages (a worker
 runs its jobs on one loop), reconnecting once when the server dropped it.
@@ -27,11 +28,12 @@ import pathlib
 import time
 import uuid
 from typing import Protocol
-from urllib.parse import parse_qs, unquote, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import aiosmtplib
 
 from notifications._core import ConfigurationError, redact_url
+from notifications._urls import UrlOptions
 from notifications.errors import DeliveryError
 
 log = logging.getLogger(__name__)
@@ -71,6 +73,9 @@ class LogTransport:
         return str(path)
 
 
+SMTP_OPTIONS = ("cafile", "reuse", "starttls", "timeout", "tls", "verify")
+
+
 @dataclasses.dataclass
 class SmtpSettings:
     host: str
@@ -99,18 +104,18 @@ class SmtpSettings:
         if parts.scheme not in ("smtp", "smtps") or not parts.hostname:
             raise ConfigurationError(f"bad mail URL {redact_url(url)!r}: use log, log:DIR, array, "
                                      "smtp://user:pass@host:port?starttls=1 or smtps://...")
-        query = parse_qs(parts.query)
-        implicit = parts.scheme == "smtps" or _flag(query, "tls", False)
+        options = UrlOptions(url, "mail", SMTP_OPTIONS)
+        implicit = parts.scheme == "smtps" or options.flag("tls", False)
         credentials = parts.username is not None
         return cls(
             host=parts.hostname, port=parts.port or (465 if implicit else 25),
             username=unquote(parts.username) if parts.username else None,
             password=unquote(parts.password) if parts.password else None,
-            use_tls=implicit, start_tls=_flag(query, "starttls", credentials and not implicit),
-            timeout=float(query.get("timeout", ["30"])[-1]),
-            validate_certs=_flag(query, "verify", True),
-            cert_bundle=query.get("cafile", [None])[-1],
-            reuse=_flag(query, "reuse", True))
+            use_tls=implicit, start_tls=options.flag("starttls", credentials and not implicit),
+            timeout=options.seconds("timeout", 30.0),
+            validate_certs=options.flag("verify", True),
+            cert_bundle=options.text("cafile"),
+            reuse=options.flag("reuse", True))
 
 
 class SmtpTransport:
@@ -170,11 +175,6 @@ class SmtpTransport:
                 await entry[0].quit()
             except aiosmtplib.SMTPException:
                 entry[0].close()
-
-
-def _flag(query: dict[str, list[str]], name: str, default: bool) -> bool:
-    values = query.get(name)
-    return default if not values else values[-1].lower() in ("1", "true", "yes", "on")
 
 
 def transport_from_url(url: str) -> MailTransport:

@@ -4,19 +4,19 @@
     array                                      kept in memory (``provider.messages``), for tests
     twilio://ACCOUNT_SID:AUTH_TOKEN@api.twilio.com?from=+15550100
     vonage://API_KEY:API_SECRET@rest.nexmo.com?from=Shop
-        add scheme=http to talk to a local stand-in; the host may carry a port
+        options: from=SENDER, timeout=SECONDS (default 10), scheme=http to talk to a local
+        stand-in; the host may carry a port. Option values are not form-decoded: ``+`` is a plus.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, ClassVar, Protocol
-from urllib.parse import parse_qs, unquote, urlsplit
-
-import httpx
+from typing import Any, Protocol
+from urllib.parse import unquote, urlsplit
 
 from notifications._core import ConfigurationError, redact_url
-from notifications.errors import DeliveryError
+from notifications._urls import UrlOptions
+from notifications.sms.http import HttpProvider, json_body, refusal
 from notifications.sms.message import SmsMessage
 
 log = logging.getLogger(__name__)
@@ -29,43 +29,22 @@ class SmsProvider(Protocol):
 
 
 class LogProvider:
+    """Logs each message instead of sending it (the default)."""
+
     async def send(self, to: str, message: SmsMessage) -> str:
         log.info("sms to %s from %s: %s", to, message.sender or "-", message.content)
         return f"logged sms to {to}"
 
 
 class ArrayProvider:
+    """Keeps every message in ``messages`` (a real provider, for tests and previews)."""
+
     def __init__(self) -> None:
         self.messages: list[tuple[str, SmsMessage]] = []
 
     async def send(self, to: str, message: SmsMessage) -> str:
         self.messages.append((to, message))
         return f"stored #{len(self.messages)}"
-
-
-class HttpProvider:
-    """A provider behind an HTTP API; subclasses name their URL scheme and default host."""
-
-    scheme: ClassVar[str]
-    default_host: ClassVar[str]
-
-    def __init__(self, base_url: str, username: str, password: str, sender: str | None,
-                 timeout: float = 10.0) -> None:
-        self.base_url = base_url.rstrip("/")
-        self.username = username
-        self.password = password
-        self.sender = sender
-        self.timeout = timeout
-
-    async def _post(self, path: str, **kwargs: Any) -> httpx.Response:
-        try:
-            async with httpx.AsyncClient(timeout=self.timeout) as client:
-                return await client.post(self.base_url + path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise DeliveryError(f"cannot reach SMS provider at {self.base_url}: {exc}") from exc
-
-    async def send(self, to: str, message: SmsMessage) -> dict[str, Any]:
-        raise NotImplementedError
 
 
 class TwilioProvider(HttpProvider):
@@ -79,11 +58,10 @@ class TwilioProvider(HttpProvider):
             f"/2010-04-01/Accounts/{self.username}/Messages.json",
             data={"To": to, "From": message.sender or self.sender or "", "Body": message.content},
             auth=(self.username, self.password))
-        body = _json(response)
+        body = json_body(response)
         if response.status_code >= 400:
-            raise DeliveryError(f"Twilio refused the SMS ({response.status_code}, code "
-                                f"{body.get('code')}): {body.get('message') or response.text}",
-                                status=response.status_code, code=str(body.get("code")))
+            raise refusal(f"Twilio refused the SMS ({response.status_code}, code {body.get('code')}): "
+                          f"{body.get('message') or response.text}", response, str(body.get("code")))
         return body
 
 
@@ -99,31 +77,22 @@ class VonageProvider(HttpProvider):
         if not message.content.isascii():
             data["type"] = "unicode"
         response = await self._post("/sms/json", data=data)
-        body = _json(response)
+        body = json_body(response)
         if response.status_code >= 400:
-            raise DeliveryError(f"Vonage refused the SMS ({response.status_code}): {response.text}",
-                                status=response.status_code)
+            raise refusal(f"Vonage refused the SMS ({response.status_code}): {response.text}", response)
         for part in body.get("messages", []):
             if str(part.get("status")) != "0":
-                raise DeliveryError(f"Vonage refused the SMS (status {part.get('status')}): "
-                                    f"{part.get('error-text')}", status=response.status_code,
-                                    code=str(part.get("status")))
+                raise refusal(f"Vonage refused the SMS (status {part.get('status')}): {part.get('error-text')}",
+                              response, str(part.get("status")))
         return body
 
 
-def _json(response: httpx.Response) -> dict[str, Any]:
-    try:
-        data = response.json()
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
 HTTP_PROVIDERS: dict[str, type[HttpProvider]] = {cls.scheme: cls for cls in (TwilioProvider, VonageProvider)}
+OPTIONS = ("from", "scheme", "timeout")
 
 
 def provider_from_url(url: str) -> SmsProvider:
-    """Build the provider an SMS URL names; a bad URL is one clear ConfigurationError."""
+    """Build the provider an SMS URL names (nothing connects); a bad URL is a ConfigurationError."""
     if url == "log":
         return LogProvider()
     if url == "array":
@@ -133,9 +102,8 @@ def provider_from_url(url: str) -> SmsProvider:
         raise ConfigurationError(f"bad SMS URL {redact_url(url)!r}: use log, array, "
                                  "twilio://SID:TOKEN@api.twilio.com?from=... or vonage://KEY:SECRET@rest.nexmo.com?from=...")
     cls = HTTP_PROVIDERS[parts.scheme]
-    query = parse_qs(parts.query)
-    scheme = query.get("scheme", ["https"])[-1]
+    options = UrlOptions(url, "SMS", OPTIONS)
     host = parts.hostname or cls.default_host
     netloc = f"{host}:{parts.port}" if parts.port else host
-    return cls(f"{scheme}://{netloc}", unquote(parts.username), unquote(parts.password),
-               query.get("from", [None])[-1], float(query.get("timeout", ["10"])[-1]))
+    return cls(f"{options.choice('scheme', ('https', 'http'))}://{netloc}", unquote(parts.username),
+               unquote(parts.password), options.text("from"), options.seconds("timeout", 10.0))

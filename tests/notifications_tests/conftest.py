@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -121,6 +122,7 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
 
     requests: list[dict[str, Any]] = []
     fail_with: int | None = None
+    script: list[tuple[int, dict[str, str]]] = []  # (status, headers) answered first, in order
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -129,8 +131,12 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", 0))
         body = self.rfile.read(length).decode()
         form = {k: v[0] for k, v in urllib.parse.parse_qs(body).items()}
-        self.requests.append({"path": self.path, "headers": dict(self.headers), "form": form})
-        if self.fail_with:
+        self.requests.append({"path": self.path, "headers": dict(self.headers), "form": form,
+                              "at": time.monotonic(), "client": self.client_address})
+        if self.script:
+            status, headers = self.script.pop(0)
+            self._reply(status, {"code": 20429, "message": f"scripted {status}", "status": status}, headers)
+        elif self.fail_with:
             self._reply(self.fail_with, {"code": 20500, "message": "Internal Server Error", "status": self.fail_with})
         elif self.path.startswith("/2010-04-01/Accounts/"):
             if form.get("To", "").startswith("+1999"):
@@ -147,11 +153,13 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
         else:
             self._reply(404, {"message": "not found"})
 
-    def _reply(self, status: int, data: dict[str, Any]) -> None:
+    def _reply(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         raw = json.dumps(data).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(raw)
 
@@ -160,6 +168,7 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
 def provider_stub() -> Iterator[tuple[type[ProviderStub], int]]:
     ProviderStub.requests = []
     ProviderStub.fail_with = None
+    ProviderStub.script = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ProviderStub)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -172,6 +172,21 @@ def test_log_transport_writes_eml(tmp_path: pathlib.Path) -> None:
     assert isinstance(transport_from_url("log"), LogTransport)
 
 
+def test_mail_url_options_are_not_form_decoded() -> None:
+    transport = transport_from_url("smtp://127.0.0.1:25?cafile=/certs/mail+relay.pem")
+    assert isinstance(transport, SmtpTransport) and transport.settings.cert_bundle == "/certs/mail+relay.pem"
+
+
+@pytest.mark.parametrize("url, message", [
+    ("smtp://h?startls=1", "unknown option 'startls'"),
+    ("smtp://h?starttls=maybe", "starttls"),
+    ("smtp://h?timeout=soon", "timeout"),
+])
+def test_bad_mail_url_options(url: str, message: str) -> None:
+    with pytest.raises(eventbus.ConfigurationError, match=message):
+        transport_from_url(url)
+
+
 def test_bad_mail_url() -> None:
     with pytest.raises(eventbus.ConfigurationError, match="bad mail URL 'ftp://h'"):
         transport_from_url("ftp://h")
