@@ -8,9 +8,10 @@ and delay per channel.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
 from notifications import sender
 from notifications._core import register, serializable
@@ -34,12 +35,28 @@ class Notification:
 
     @property
     def id(self) -> str:
-        """A uuid shared by every channel's delivery of this notification (set on first read)."""
-        value = self.__dict__.get("_id") or self.__dict__.get("id")
-        if not value:
-            value = str(uuid.uuid4())
-            self.__dict__["id"] = value
-        return str(value)
+        """The uuid of this notification's deliveries to one notifiable, shared by its channels.
+
+        Sending gives each notifiable a copy with a fresh id (Laravel's rule), so rows of the
+        database channel never collide. An id you set (``notification.id = ...``) is kept instead,
+        for every notifiable. Reading the id of a notification not sent yet gives a uuid that
+        sending does not reuse.
+        """
+        value = self.__dict__.get("id") or self.__dict__.get("_id")
+        if value:
+            return str(value)
+        return str(self.__dict__.setdefault("_unsent_id", str(uuid.uuid4())))
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self.__dict__["id"] = str(value)
+
+    def copy_for_delivery(self) -> Self:
+        """A shallow copy for one notifiable's deliveries: its own id, unless one was set."""
+        delivered = copy.copy(self)
+        delivered.__dict__.pop("_unsent_id", None)
+        delivered.__dict__["id"] = str(self.__dict__.get("id") or self.__dict__.get("_id") or uuid.uuid4())
+        return delivered
 
     def via(self, notifiable: Any) -> list[Any]:
         """Channel names (or channel classes) to deliver on."""

@@ -29,7 +29,8 @@ send_interceptors: list[Interceptor] = []
 
 @dataclasses.dataclass(frozen=True)
 class Planned:
-    """The deliveries to one notifiable: the notification and the channel names, in ``via()`` order."""
+    """The deliveries to one notifiable: its copy of the notification (with the id its channels
+    share) and the channel names, in ``via()`` order."""
 
     notifiable: Any
     notification: Notification
@@ -54,7 +55,7 @@ def plan(notifiables: Any, notification: Notification, channels: list[str] | Non
         names = [channel_name(c) for c in (channels or notification.via(notifiable))]
         for name in names:
             resolve_channel(name)
-        planned.append(Planned(notifiable, notification, names))
+        planned.append(Planned(notifiable, notification.copy_for_delivery(), names))
     return planned
 
 
@@ -97,7 +98,6 @@ def queue(notifiables: Any, notification: Notification) -> list[str]:
     uuids: list[str] = []
     queues = notification.via_queues() or {}
     for item in plan(notifiables, notification, None, queued=True):
-        item.notification.id  # fix the id before serializing: every channel shares it
         delays = notification.with_delay(item.notifiable) or {}
         for channel in item.channels:
             job = SendQueuedNotifications(item.notifiable, item.notification, channel)

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from notifications._core import DEFAULT_SQLITE_URL, adapter_for, dotted_name, engine_for, ensure_tables, guarded, settings
+from notifications.errors import DeliveryError
 
 T = TypeVar("T")
 
@@ -104,14 +105,21 @@ class DatabaseNotification:
 
 def save(notification_id: str, notification_type: str, notifiable: Any, owner_id: Any,
          data: dict[str, Any]) -> str:
-    """Store one row; storing the same id again replaces it (a retried job stores it once)."""
-    row = {"id": notification_id, "type": notification_type,
-           "notifiable_type": dotted_name(type(notifiable)), "notifiable_id": str(owner_id),
-           "data": json.dumps(data), "read_at": None, "created_at": time.time()}
+    """Store one row for ``notifiable``; saving the same id for it again replaces the row (a
+    retried job stores it once). An id already stored for another notifiable is refused."""
+    owner = {"notifiable_type": dotted_name(type(notifiable)), "notifiable_id": str(owner_id)}
+    row = {"id": notification_id, "type": notification_type, **owner, "data": json.dumps(data),
+           "read_at": None, "created_at": time.time()}
 
     def insert(engine: sa.Engine) -> None:
         with engine.begin() as conn:
-            conn.execute(sa.delete(table).where(table.c.id == row["id"]))
+            stored = conn.execute(sa.select(table.c.notifiable_type, table.c.notifiable_id)
+                                  .where(table.c.id == notification_id)).first()
+            if stored is not None and dict(stored._mapping) != owner:
+                raise DeliveryError(f"notification {notification_id} is already stored for another notifiable "
+                                    f"({stored.notifiable_type} #{stored.notifiable_id}); leave the id "
+                                    "unset to give each notifiable its own", permanent=True)
+            conn.execute(sa.delete(table).where(table.c.id == notification_id))
             conn.execute(sa.insert(table).values(**row))
 
     _run("store notification", insert)

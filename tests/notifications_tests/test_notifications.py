@@ -203,7 +203,8 @@ def test_queued_notification_is_one_job_per_notifiable_and_channel() -> None:
     sms_jobs = [p for p in queue.pushed if p.command.channel == "sms"]
     assert {p.queue for p in sms_jobs} == {"sms"} and {p.destination.delay for p in sms_jobs} == {30.0}
     assert {p.payload.max_tries for p in queue.pushed} == {4}
-    assert len({p.command.notification.id for p in queue.pushed}) == 1  # one id across channels
+    ids = {(p.command.notifiable.id, p.command.notification.id) for p in queue.pushed}
+    assert len(ids) == 2 and len({i for _, i in ids}) == 2  # one id per notifiable, shared by its channels
 
 
 def test_database_channel_read_and_unread(memory_transports: tuple) -> None:
@@ -215,6 +216,45 @@ def test_database_channel_read_and_unread(memory_transports: tuple) -> None:
     assert [n.data["text"] for n in unread_notifications_for(user)] == ["one"]
     assert mark_as_read(user) == 1 and user.unread_notifications == []
     assert notifications_for(User(6)) == []
+
+
+def test_database_channel_keeps_a_row_for_every_notifiable(memory_transports: tuple) -> None:
+    notify([User(1), User(2)], Hello("both"))
+    assert [n.data for n in notifications_for(User(1))] == [{"text": "both"}]
+    assert [n.data for n in notifications_for(User(2))] == [{"text": "both"}]
+    assert notifications_for(User(1))[0].id != notifications_for(User(2))[0].id
+
+
+def test_one_notification_object_sent_twice_is_two_rows(memory_transports: tuple) -> None:
+    note = Hello("again")
+    User(1).notify_now(note, channels=["database"])
+    User(2).notify_now(note, channels=["database"])
+    User(1).notify_now(note, channels=["database"])
+    assert len(notifications_for(User(1))) == 2 and len(notifications_for(User(2))) == 1
+
+
+def test_a_retried_database_job_stores_its_row_once(memory_transports: tuple) -> None:
+    class Queued(Hello):
+        queued = True
+        channels = ["database"]
+
+    with fake_queue() as queue:
+        notify([User(1), User(2)], Queued("queued"))
+    sync = eventbus.connection("sync")
+    for pushed in queue.pushed * 2:  # every job runs twice, as after a lost acknowledgement
+        sync.push(pushed.payload)
+    assert [n.data for n in notifications_for(User(1))] == [{"text": "queued"}]
+    assert [n.data for n in notifications_for(User(2))] == [{"text": "queued"}]
+
+
+def test_an_id_set_by_hand_is_kept_and_cannot_overwrite_another_notifiable(memory_transports: tuple) -> None:
+    note = Hello("fixed")
+    note.id = "4f9c1f5e-0000-4000-8000-000000000001"
+    User(1).notify_now(note, channels=["database"])
+    assert [n.id for n in notifications_for(User(1))] == [note.id]
+    with pytest.raises(NotificationFailedError, match="already stored for another notifiable"):
+        User(2).notify_now(note, channels=["database"])
+    assert len(notifications_for(User(1))) == 1 and notifications_for(User(2)) == []
 
 
 def test_database_channel_on_postgres(memory_transports: tuple) -> None:
