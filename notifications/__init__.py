@@ -2,7 +2,13 @@
 
 from notifications import channels
 from notifications.channels import Channel, register_channel
-from notifications.errors import DeliveryError, InvalidAddressError, NotificationFailedError, UnknownChannelError
+from notifications.errors import (
+    DeliveryError,
+    InvalidAddressError,
+    NotificationFailedError,
+    OnDemandRouteError,
+    UnknownChannelError,
+)
 from notifications.events import NotificationFailed, NotificationSending, NotificationSent
 from notifications.mail.message import MailMessage
 from notifications.notifiable import Notifiable
@@ -26,6 +32,7 @@ __all__ = [
     "NotificationFailedError",
     "NotificationSending",
     "NotificationSent",
+    "OnDemandRouteError",
     "SendQueuedNotifications",
     "SmsMessage",
     "UnknownChannelError",

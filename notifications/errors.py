@@ -4,6 +4,7 @@
     ├── NotificationFailedError   notify_now(): one or more channels failed (``.failures``)
     ├── DeliveryError             a transport or provider refused one message
     │   └── InvalidAddressError   an address field holds something other than one address per entry
+    ├── OnDemandRouteError        Notification.route() with a channel that needs a real notifiable
     └── ConfigurationError
         └── UnknownChannelError   via() names a channel nobody registered
 """
@@ -56,4 +57,10 @@ class InvalidAddressError(DeliveryError):
         self.field = field
 
 
-__all__ = ["DeliveryError", "InvalidAddressError", "NotificationFailedError", "UnknownChannelError"]
+class OnDemandRouteError(EventBusError, ValueError):
+    """An on-demand recipient (``Notification.route(channel, ...)``) was given a channel that
+    cannot deliver to one, such as ``database``: its rows belong to a stored notifiable."""
+
+
+__all__ = ["DeliveryError", "InvalidAddressError", "NotificationFailedError", "OnDemandRouteError",
+           "UnknownChannelError"]

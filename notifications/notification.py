@@ -15,6 +15,8 @@ from typing import Any, ClassVar, Self
 
 from notifications import sender
 from notifications._core import register, serializable
+from notifications.channels.registry import accepts_on_demand
+from notifications.errors import OnDemandRouteError
 
 
 class Notification:
@@ -90,11 +92,20 @@ class Notification:
 @serializable
 @dataclasses.dataclass
 class AnonymousNotifiable:
-    """A recipient that is only a set of routes (Laravel's on-demand notifications)."""
+    """A recipient that is only a set of routes (Laravel's on-demand notifications).
 
+    Channels that need a stored notifiable (``database``) refuse it: :meth:`route` raises, and
+    the sender skips them for it.
+    """
+
+    on_demand: ClassVar[bool] = True
     routes: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def route(self, channel: str, route: Any) -> AnonymousNotifiable:
+        """Deliver on ``channel`` to ``route`` (an address, a phone number, ...)."""
+        if not accepts_on_demand(channel):
+            raise OnDemandRouteError(f"the {channel} channel does not support on-demand notifications: "
+                                     "notify a notifiable that is stored instead")
         self.routes[channel] = route
         return self
 

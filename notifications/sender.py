@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
 from notifications._core import Destination, defer_if_in_transaction, push_command, run_awaitable
-from notifications.channels.registry import channel_name, resolve_channel
+from notifications.channels.registry import accepts_on_demand, channel_name, resolve_channel
 from notifications.delivery import deliver
 from notifications.errors import NotificationFailedError
 from notifications.queued import SendQueuedNotifications
@@ -55,8 +55,14 @@ def plan(notifiables: Any, notification: Notification, channels: list[str] | Non
         names = [channel_name(c) for c in (channels or notification.via(notifiable))]
         for name in names:
             resolve_channel(name)
+        names = [name for name in names if can_deliver(notifiable, name)]
         planned.append(Planned(notifiable, notification.copy_for_delivery(), names))
     return planned
+
+
+def can_deliver(notifiable: Any, channel: str) -> bool:
+    """False for an on-demand recipient on a channel that needs a stored notifiable (``database``)."""
+    return not getattr(notifiable, "on_demand", False) or accepts_on_demand(channel)
 
 
 def send(notifiables: Any, notification: Notification) -> None:

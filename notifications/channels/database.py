@@ -12,6 +12,7 @@ class DatabaseChannel:
     """Stores ``to_database(notifiable)`` (or ``to_dict``) under the notification's id."""
 
     routed: ClassVar[bool] = True  # the route is the notifiable's key; without one, nothing to store
+    on_demand: ClassVar[bool] = False  # a row belongs to a stored notifiable, never to bare routes
 
     def send(self, notifiable: Any, notification: Any) -> str:
         to_database = getattr(notification, "to_database", None)

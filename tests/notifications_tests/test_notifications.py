@@ -8,17 +8,20 @@ from typing import Any
 
 import pytest
 import redis
+import sqlalchemy as sa
 
 import eventbus
 from helpers import PG_URL, database_reason, traces, wait_for
 from eventbus.testing import fake_queue
 from notifications import (
+    AnonymousNotifiable,
     MailMessage,
     Notifiable,
     Notification,
     NotificationFailedError,
     NotificationSending,
     NotificationSent,
+    OnDemandRouteError,
     SendQueuedNotifications,
     SmsMessage,
     UnknownChannelError,
@@ -158,6 +161,40 @@ def test_on_demand_routes(memory_transports: tuple) -> None:
 
     Notification.route("mail", "guest@example.com").route("sms", "+15550111").notify(MailAndSms("hey"))
     assert mail.messages[0]["To"] == "guest@example.com" and sms.messages[0][0] == "+15550111"
+
+
+def stored_rows() -> int:
+    engine = sa.create_engine(store.database_url())
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(store.table)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def test_database_is_not_an_on_demand_route() -> None:
+    with pytest.raises(OnDemandRouteError, match="database channel does not support on-demand"):
+        Notification.route("database", 7)
+    with pytest.raises(ValueError):
+        Notification.route("mail", "guest@example.com").route("database", 7)
+
+
+def test_on_demand_notifications_skip_the_database_channel(memory_transports: tuple) -> None:
+    mail, _ = memory_transports
+    store.migrate()
+    guest = AnonymousNotifiable({"mail": "guest@example.com", "database": 7})  # routes given without route()
+    guest.notify_now(Hello("on demand"))  # via: mail, sms, database
+    assert len(mail.messages) == 1
+    assert stored_rows() == 0
+
+
+def test_queued_on_demand_notifications_push_no_database_job() -> None:
+    class Queued(Hello):
+        queued = True
+
+    with fake_queue() as queue:
+        Notification.route("mail", "guest@example.com").route("sms", "+15550111").notify(Queued())
+    assert sorted(p.command.channel for p in queue.pushed) == ["mail", "sms"]
 
 
 def test_custom_channels_by_name_and_by_class(memory_transports: tuple) -> None:
