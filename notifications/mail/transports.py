@@ -24,6 +24,7 @@ import dataclasses
 import email.message
 import email.policy
 import logging
+import os
 import pathlib
 import time
 import uuid
@@ -57,20 +58,35 @@ class ArrayTransport:
 
 
 class LogTransport:
-    """Writes each message as an .eml file and logs where it went."""
+    """Writes each message as an .eml file and logs where it went.
+
+    Mail holds personal data (and reset links), so the files are readable by their owner only
+    (0600), and a directory this transport creates is too (0700); an existing one is left alone.
+    """
 
     def __init__(self, directory: str | pathlib.Path = "storage/mail") -> None:
         self.directory = pathlib.Path(directory)
         self.last_path: pathlib.Path | None = None
 
     async def send(self, message: email.message.EmailMessage) -> str:
-        self.directory.mkdir(parents=True, exist_ok=True)
-        stamp = time.strftime("%Y%m%d-%H%M%S")
-        path = self.directory / f"{stamp}-{uuid.uuid4().hex[:8]}.eml"
-        path.write_bytes(message.as_bytes(policy=email.policy.SMTP))
+        self._ensure_directory()
+        path = self.directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.eml"
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as file:
+            file.write(message.as_bytes(policy=email.policy.SMTP))
         self.last_path = path
         log.info("mail to %s, subject %r, written to %s", message["To"], message["Subject"], path)
         return str(path)
+
+    def _ensure_directory(self) -> None:
+        if self.directory.is_dir():
+            return
+        self.directory.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.directory.mkdir(mode=0o700)
+        except FileExistsError:
+            return  # made a moment ago by another process: its mode is its business
+        os.chmod(self.directory, 0o700)  # whatever the umask
 
 
 SMTP_OPTIONS = ("cafile", "reuse", "starttls", "timeout", "tls", "verify")

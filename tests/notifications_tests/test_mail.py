@@ -5,7 +5,10 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import os
 import pathlib
+import stat
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -170,6 +173,30 @@ def test_log_transport_writes_eml(tmp_path: pathlib.Path) -> None:
     [eml] = list((tmp_path / "outbox").glob("*.eml"))
     assert b"Subject: Welcome <aboard>" in eml.read_bytes()
     assert isinstance(transport_from_url("log"), LogTransport)
+
+
+@pytest.fixture
+def usual_umask() -> Iterator[None]:
+    previous = os.umask(0o022)
+    yield
+    os.umask(previous)
+
+
+def test_log_transport_files_are_private(tmp_path: pathlib.Path, usual_umask: None) -> None:
+    eventbus.configure(mail=f"log:{tmp_path}/outbox")
+    User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    [eml] = list((tmp_path / "outbox").glob("*.eml"))
+    assert stat.S_IMODE(eml.stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "outbox").stat().st_mode) == 0o700
+
+
+def test_log_transport_leaves_an_existing_directory_alone(tmp_path: pathlib.Path, usual_umask: None) -> None:
+    (tmp_path / "shared").mkdir(mode=0o755)
+    eventbus.configure(mail=f"log:{tmp_path}/shared")
+    User(1, "ada@example.com").notify_now(Welcome("Ada"))
+    assert stat.S_IMODE((tmp_path / "shared").stat().st_mode) == 0o755
+    [eml] = list((tmp_path / "shared").glob("*.eml"))
+    assert stat.S_IMODE(eml.stat().st_mode) == 0o600
 
 
 def test_mail_url_options_are_not_form_decoded() -> None:
