@@ -26,3 +26,9 @@ class MailChannel:
             raise TypeError(f"{type(notification).__qualname__}.to_mail() must return a MailMessage")
         mime = build_email(message, route, self.from_address)
         return await self.transport.send(mime)
+
+    def close(self) -> None:
+        """Release the transport's pooled connections (called when the channel is forgotten)."""
+        close = getattr(self.transport, "close", None)
+        if callable(close):
+            close()

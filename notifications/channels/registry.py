@@ -8,6 +8,7 @@ next use reads the configuration again. Channels you register yourself are kept 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 
@@ -18,6 +19,8 @@ from notifications.channels.log import LogChannel
 from notifications.channels.mail import MailChannel
 from notifications.channels.sms import SmsChannel
 from notifications.errors import UnknownChannelError
+
+log = logging.getLogger(__name__)
 
 ChannelFactory = Callable[[], Channel]
 
@@ -101,6 +104,15 @@ def registered_channels() -> list[str]:
 
 
 def reset() -> None:
-    """Forget the channels made from the configuration (their transports are rebuilt on next use)."""
+    """Forget the channels made from the configuration, closing their pooled connections; the
+    next use builds them again from the current configuration."""
     with _lock:
+        forgotten = list(_built.values())
         _built.clear()
+    for channel in forgotten:
+        close = getattr(channel, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:
+                log.warning("closing channel %r failed", channel, exc_info=True)

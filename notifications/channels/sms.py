@@ -23,3 +23,9 @@ class SmsChannel:
         if isinstance(message, str):
             message = SmsMessage(message)
         return await self.provider.send(str(to), message)
+
+    def close(self) -> None:
+        """Release the provider's pooled connections (called when the channel is forgotten)."""
+        close = getattr(self.provider, "close", None)
+        if callable(close):
+            close()

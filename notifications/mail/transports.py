@@ -184,6 +184,12 @@ class SmtpTransport:
                 await self.close_loop(loop_id)
             return reply
 
+    def close(self) -> None:
+        """Drop every loop's connection without QUIT, from sync code (``notifications.reset()``)."""
+        clients, self._clients = list(self._clients.values()), {}
+        for client, _ in clients:
+            client.close()
+
     async def close_loop(self, loop_id: int) -> None:
         entry = self._clients.pop(loop_id, None)
         if entry is not None and entry[0].is_connected:

@@ -118,8 +118,12 @@ def lenient_tls_smtp_server(self_signed_cert: tuple[str, str]) -> Iterator[tuple
 
 
 class ProviderStub(http.server.BaseHTTPRequestHandler):
-    """Answers like Twilio's Messages API and Vonage's SMS API; records every request."""
+    """Answers like Twilio's Messages API and Vonage's SMS API; records every request.
 
+    HTTP/1.1 with keep-alive, so a client that reuses its connection shows one client address.
+    """
+
+    protocol_version = "HTTP/1.1"
     requests: list[dict[str, Any]] = []
     fail_with: int | None = None
     script: list[tuple[int, dict[str, str]]] = []  # (status, headers) answered first, in order
@@ -170,7 +174,7 @@ def provider_stub() -> Iterator[tuple[type[ProviderStub], int]]:
     ProviderStub.fail_with = None
     ProviderStub.script = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ProviderStub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield ProviderStub, server.server_address[1]
     server.shutdown()

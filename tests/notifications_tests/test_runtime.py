@@ -48,6 +48,18 @@ def test_reset_makes_a_second_configure_take_effect(tmp_path: pathlib.Path) -> N
     assert second_sms is not first_sms and len(second_sms.messages) == 1
 
 
+def test_reset_closes_the_pooled_connections_it_forgets(provider_stub: tuple, smtp_server: tuple) -> None:
+    _, http_port = provider_stub
+    _, smtp_port = smtp_server
+    eventbus.configure(mail=f"smtp://127.0.0.1:{smtp_port}", sms=f"twilio://AC1:t@127.0.0.1:{http_port}?scheme=http")
+    User(1).notify_now(Ping())
+    [http_client] = list(resolve_channel("sms").provider._clients.values())  # type: ignore[attr-defined]
+    [(smtp_client, _)] = list(resolve_channel("mail").transport._clients.values())  # type: ignore[attr-defined]
+    assert not http_client.is_closed and smtp_client.is_connected
+    notifications.reset()
+    assert http_client.is_closed and not smtp_client.is_connected
+
+
 def test_reset_keeps_channels_registered_by_hand() -> None:
     class Pager:
         def send(self, notifiable: Any, notification: Any) -> None: ...

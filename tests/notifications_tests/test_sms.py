@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import dataclasses
 import datetime as dt
@@ -11,7 +12,7 @@ import pytest
 
 import eventbus
 from notifications import DeliveryError, Notifiable, Notification, NotificationFailedError, SmsMessage
-from notifications.sms import provider_from_url
+from notifications.sms import TwilioProvider, VonageProvider, provider_from_url
 
 
 @dataclasses.dataclass
@@ -141,3 +142,41 @@ def test_client_errors_are_permanent(provider_stub: tuple, status: int, permanen
     with pytest.raises(NotificationFailedError) as info:
         User(1, "+15550123").notify_now(Code("hi"))
     assert info.value.failures["sms"].permanent is permanent  # type: ignore[attr-defined]
+
+
+# -- one pooled client per event loop ---------------------------------------------------------
+
+def test_one_pooled_connection_per_event_loop(provider_stub: tuple) -> None:
+    stub, port = provider_stub
+    provider = provider_from_url(f"twilio://AC1:t@127.0.0.1:{port}?scheme=http")
+    assert isinstance(provider, TwilioProvider)
+    first, second = asyncio.new_event_loop(), asyncio.new_event_loop()
+    try:
+        for _ in range(3):
+            first.run_until_complete(provider.send("+15550123", SmsMessage("hi")))
+        second.run_until_complete(provider.send("+15550123", SmsMessage("hi")))
+        first.run_until_complete(provider.send("+15550123", SmsMessage("hi")))
+        clients = [r["client"] for r in stub.requests]
+        assert len(set(clients[:3])) == 1 and clients[4] == clients[0]  # reused on its loop
+        assert clients[3] != clients[0]  # another loop, another client
+        assert provider.clients_opened == 2
+    finally:
+        first.run_until_complete(provider.aclose())
+        second.run_until_complete(provider.aclose())
+        first.close()
+        second.close()
+
+
+def test_a_closed_client_is_replaced(provider_stub: tuple) -> None:
+    stub, port = provider_stub
+    provider = provider_from_url(f"vonage://k:s@127.0.0.1:{port}?scheme=http")
+    assert isinstance(provider, VonageProvider)
+
+    async def twice() -> None:
+        await provider.send("+15550123", SmsMessage("hi"))
+        await provider.aclose()
+        await provider.send("+15550123", SmsMessage("hi"))
+        await provider.aclose()
+
+    asyncio.run(twice())
+    assert provider.clients_opened == 2 and len(stub.requests) == 2
