@@ -199,11 +199,26 @@ class SmtpTransport:
                 entry[0].close()
 
 
+def _log_directory(url: str) -> str | None:
+    """The directory of a ``log`` or ``log:DIR`` URL; None for any other URL."""
+    if url == "log":
+        return "storage/mail"
+    if url.startswith("log:"):
+        return url[4:].removeprefix("//") or "storage/mail"
+    return None
+
+
+def check_mail_url(url: str) -> None:
+    """Raise ConfigurationError for a bad mail URL without building anything."""
+    if url != "array" and _log_directory(url) is None:
+        SmtpSettings.from_url(url)
+
+
 def transport_from_url(url: str) -> MailTransport:
     """Build the transport a mail URL names; a bad URL is one clear ConfigurationError."""
     if url == "array":
         return ArrayTransport()
-    if url == "log" or url.startswith("log:"):
-        directory = url[4:].removeprefix("//") if url.startswith("log:") else ""
-        return LogTransport(directory or "storage/mail")
+    directory = _log_directory(url)
+    if directory is not None:
+        return LogTransport(directory)
     return SmtpTransport(SmtpSettings.from_url(url))

@@ -89,11 +89,13 @@ def test_migrate_creates_the_notifications_table(tmp_path: pathlib.Path) -> None
     ("log", "log"), ("array", "array"), ("log:outbox", "log"),
     ("smtp://127.0.0.1:25", "twilio://AC1:tok@api.twilio.com?from=%2B15550100"),
     ("smtps://u:p@mail.example:465", "vonage://k:s@rest.nexmo.com?from=Shop"),
+    ("smtp://u:p@127.0.0.1:25?starttls=0", "log"),
 ])
 def test_validate_settings_accepts_good_urls_without_touching_anything(
-        tmp_path: pathlib.Path, mail: str, sms: str) -> None:
+        tmp_path: pathlib.Path, caplog: Any, mail: str, sms: str) -> None:
     notifications.validate_settings(mail, sms)
     assert list(tmp_path.iterdir()) == []  # no outbox directory, no file
+    assert caplog.records == []
 
 
 @pytest.mark.parametrize("mail, sms, message", [
@@ -101,6 +103,8 @@ def test_validate_settings_accepts_good_urls_without_touching_anything(
     ("smtp://", "log", "bad mail URL"),
     ("log", "twilio://nocredentials@host", "bad SMS URL"),
     ("log", "carrier-pigeon", "bad SMS URL"),
+    ("smtp://h?startls=1", "log", "bad mail URL .*unknown option 'startls'"),
+    ("log", "twilio://AC1:t@api.twilio.com?timeout=-1", "bad SMS URL .*timeout"),
 ])
 def test_validate_settings_refuses_bad_urls(mail: str, sms: str, message: str) -> None:
     with pytest.raises(eventbus.ConfigurationError, match=message):
