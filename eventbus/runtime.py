@@ -6,7 +6,8 @@ by a new :func:`configure`). Everything else receives its collaborators from her
 keeping caches of its own. Add-ons join in with hooks:
 
 - :func:`on_configure` — validate or apply new settings (``notifications`` checks its mail and
-  SMS URLs); a hook registered after ``configure()`` ran is called at once with the settings.
+  SMS URLs), from ``configure()`` or when the settings are first read from the environment; a
+  hook registered later is called at once with the current settings.
 - :func:`on_reset` — drop what was built from the old settings (cached mail transports).
 - :func:`on_migrate` — create tables (``eventbus migrate``); returns lines to print.
 
@@ -32,7 +33,6 @@ MigrateHook = Callable[[], Iterable[str]]
 
 _lock = threading.RLock()
 _settings: Settings | None = None
-_configured = False
 _queues: dict[str, Queue] = {}
 _failed: dict[str, FailedJobStore] = {}
 _configure_hooks: list[ConfigureHook] = []
@@ -60,7 +60,7 @@ def configure(
     Calling it again replaces the previous configuration and closes open connections; an
     unknown keyword is a :class:`~eventbus.ConfigurationError` naming it.
     """
-    global _settings, _configured
+    global _settings
     refuse_unknown_settings(unknown)
     new = build_settings(default=default, connections=connections, failed=failed, mail=mail,
                          sms=sms, key=key, mail_from=mail_from)
@@ -68,7 +68,7 @@ def configure(
         hook(new)
     registry.trust(*trusted)
     with _lock:
-        _settings, _configured = new, True
+        _settings = new
     _close_built()
     return new
 
@@ -77,8 +77,12 @@ def settings() -> Settings:
     """The current settings; built from the environment on first use if never configured."""
     global _settings
     with _lock:
-        if _settings is None:
-            _settings = build_settings()
+        if _settings is not None:
+            return _settings
+        built = build_settings()
+        for hook in list(_configure_hooks):
+            hook(built)
+        _settings = built
         return _settings
 
 
@@ -135,7 +139,7 @@ def on_configure(hook: ConfigureHook) -> ConfigureHook:
     """Call ``hook(settings)`` on every ``configure()`` (and now, if it already ran)."""
     with _lock:
         _configure_hooks.append(hook)
-        current = _settings if _configured else None
+        current = _settings
     if current is not None:
         hook(current)
     return hook
@@ -172,8 +176,8 @@ def _close_built() -> None:
 
 def reset() -> None:
     """Forget the configuration and everything built from it (tests); the next use starts over."""
-    global _settings, _configured
+    global _settings
     with _lock:
-        _settings, _configured = None, False
+        _settings = None
     _close_built()
     sql.reset()

@@ -1,26 +1,30 @@
 """Notifications for eventbus: mail, SMS, database and log channels, now or through the queue."""
 
 from notifications import channels
-from notifications.channels import register_channel
-from notifications.channels.database import (
-    DatabaseNotification,
-    mark_as_read,
-    notifications_for,
-    unread_notifications_for,
+from notifications.channels import Channel, register_channel
+from notifications.errors import (
+    DeliveryError,
+    InvalidAddressError,
+    NotificationFailedError,
+    OnDemandRouteError,
+    UnknownChannelError,
 )
-from notifications.channels.sms import SmsMessage
-from notifications.errors import DeliveryError, NotificationFailedError, UnknownChannelError
 from notifications.events import NotificationFailed, NotificationSending, NotificationSent
 from notifications.mail.message import MailMessage
 from notifications.notifiable import Notifiable
 from notifications.notification import AnonymousNotifiable, Notification
 from notifications.queued import SendQueuedNotifications
+from notifications.runtime import install, migrate, reset, validate_settings
 from notifications.sender import notify, notify_now
+from notifications.sms.message import SmsMessage
+from notifications.store import DatabaseNotification, mark_as_read, notifications_for, unread_notifications_for
 
 __all__ = [
     "AnonymousNotifiable",
+    "Channel",
     "DatabaseNotification",
     "DeliveryError",
+    "InvalidAddressError",
     "MailMessage",
     "Notifiable",
     "Notification",
@@ -28,14 +32,20 @@ __all__ = [
     "NotificationFailedError",
     "NotificationSending",
     "NotificationSent",
+    "OnDemandRouteError",
     "SendQueuedNotifications",
     "SmsMessage",
     "UnknownChannelError",
     "channels",
     "mark_as_read",
+    "migrate",
     "notifications_for",
     "notify",
     "notify_now",
     "register_channel",
+    "reset",
     "unread_notifications_for",
+    "validate_settings",
 ]
+
+install()  # the core's configure/reset/migrate now reach notifications

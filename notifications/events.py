@@ -9,7 +9,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from eventbus import Event
+from notifications._core import Event
 
 
 @dataclasses.dataclass

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eventbus.serializer import adapter_for
+from notifications import sender
+from notifications.store import DatabaseNotification, notifiable_key, notifications_for, unread_notifications_for
+
+if TYPE_CHECKING:
+    from notifications.notification import Notification
 
 
 class Notifiable:
@@ -14,25 +18,20 @@ class Notifiable:
     adapter's key) for database. Override ``route_notification_for_<channel>(notification)``.
     """
 
-    def notify(self, notification: Any) -> None:
+    def notify(self, notification: Notification) -> None:
         """Send ``notification`` now, or queue it when the notification is queued."""
-        from notifications.sender import sender
-
         sender.send([self], notification)
 
-    def notify_now(self, notification: Any, channels: list[str] | None = None) -> None:
+    def notify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
         """Send now on every channel (or ``channels``), even a queued notification."""
-        from notifications.sender import sender
-
         sender.send_now([self], notification, channels)
 
-    async def anotify_now(self, notification: Any, channels: list[str] | None = None) -> None:
+    async def anotify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
         """Like :meth:`notify_now`, awaiting async channels in the running loop."""
-        from notifications.sender import sender
-
         await sender.asend_now([self], notification, channels)
 
-    def route_notification_for(self, channel: str, notification: Any = None) -> Any:
+    def route_notification_for(self, channel: str, notification: Notification | None = None) -> Any:
+        """Where ``channel`` delivers to this notifiable; None means it has no such route."""
         custom = getattr(self, f"route_notification_for_{channel}", None)
         if callable(custom):
             return custom(notification)
@@ -45,21 +44,11 @@ class Notifiable:
         return None
 
     @property
-    def notifications(self) -> list[Any]:
+    def notifications(self) -> list[DatabaseNotification]:
         """Database notifications of this notifiable, newest first."""
-        from notifications.channels.database import notifications_for
-
         return notifications_for(self)
 
     @property
-    def unread_notifications(self) -> list[Any]:
-        from notifications.channels.database import unread_notifications_for
-
+    def unread_notifications(self) -> list[DatabaseNotification]:
+        """Database notifications of this notifiable not marked as read, newest first."""
         return unread_notifications_for(self)
-
-
-def notifiable_key(notifiable: Any) -> Any:
-    adapter = adapter_for(type(notifiable))
-    if adapter is not None:
-        return adapter.key(notifiable)
-    return getattr(notifiable, "id", None)

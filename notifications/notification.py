@@ -8,11 +8,15 @@ and delay per channel.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import uuid
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Self
 
-from eventbus import registry, serializable
+from notifications import sender
+from notifications._core import register, serializable
+from notifications.channels.registry import accepts_on_demand
+from notifications.errors import OnDemandRouteError
 
 
 class Notification:
@@ -29,16 +33,32 @@ class Notification:
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        registry.register(cls)
+        register(cls)
 
     @property
     def id(self) -> str:
-        """A uuid shared by every channel's delivery of this notification (set on first read)."""
-        value = self.__dict__.get("_id") or self.__dict__.get("id")
-        if not value:
-            value = str(uuid.uuid4())
-            self.__dict__["id"] = value
-        return str(value)
+        """The uuid of this notification's deliveries to one notifiable, shared by its channels.
+
+        Sending gives each notifiable a copy with a fresh id (Laravel's rule), so rows of the
+        database channel never collide. An id you set (``notification.id = ...``) is kept instead,
+        for every notifiable. Reading the id of a notification not sent yet gives a uuid that
+        sending does not reuse.
+        """
+        value = self.__dict__.get("id") or self.__dict__.get("_id")
+        if value:
+            return str(value)
+        return str(self.__dict__.setdefault("_unsent_id", str(uuid.uuid4())))
+
+    @id.setter
+    def id(self, value: str) -> None:
+        self.__dict__["id"] = str(value)
+
+    def copy_for_delivery(self) -> Self:
+        """A shallow copy for one notifiable's deliveries: its own id, unless one was set."""
+        delivered = copy.copy(self)
+        delivered.__dict__.pop("_unsent_id", None)
+        delivered.__dict__["id"] = str(self.__dict__.get("id") or self.__dict__.get("_id") or uuid.uuid4())
+        return delivered
 
     def via(self, notifiable: Any) -> list[Any]:
         """Channel names (or channel classes) to deliver on."""
@@ -72,11 +92,20 @@ class Notification:
 @serializable
 @dataclasses.dataclass
 class AnonymousNotifiable:
-    """A recipient that is only a set of routes (Laravel's on-demand notifications)."""
+    """A recipient that is only a set of routes (Laravel's on-demand notifications).
 
+    Channels that need a stored notifiable (``database``) refuse it: :meth:`route` raises, and
+    the sender skips them for it.
+    """
+
+    on_demand: ClassVar[bool] = True
     routes: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def route(self, channel: str, route: Any) -> AnonymousNotifiable:
+        """Deliver on ``channel`` to ``route`` (an address, a phone number, ...)."""
+        if not accepts_on_demand(channel):
+            raise OnDemandRouteError(f"the {channel} channel does not support on-demand notifications: "
+                                     "notify a notifiable that is stored instead")
         self.routes[channel] = route
         return self
 
@@ -84,11 +113,13 @@ class AnonymousNotifiable:
         return self.routes.get(channel)
 
     def notify(self, notification: Notification) -> None:
-        from notifications.sender import sender
-
+        """Send ``notification`` now, or queue it when the notification is queued."""
         sender.send([self], notification)
 
     def notify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
-        from notifications.sender import sender
-
+        """Send now on every channel (or ``channels``), even a queued notification."""
         sender.send_now([self], notification, channels)
+
+    async def anotify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
+        """Like :meth:`notify_now`, awaiting async channels in the running loop."""
+        await sender.asend_now([self], notification, channels)

@@ -4,15 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from eventbus import serializable
-from eventbus.jobs import InteractsWithQueue
+from notifications._core import InteractsWithQueue, serializable
+from notifications.delivery import deliver
+from notifications.errors import DeliveryError
 
 
 @serializable
 class SendQueuedNotifications(InteractsWithQueue):
     """Delivers ``notification`` to ``notifiable`` on ``channel`` in the worker.
 
-    Retries, timeout and backoff come from the notification; ``notification.failed(notifiable,
+    Retries, timeout and backoff come from the notification. A refusal that says when to come
+    back (``DeliveryError.retry_after``: a 429 or 503 with Retry-After) releases the job for that
+    long; one that will not change (``DeliveryError.permanent``: another 4xx, a bad address) fails
+    it at once; any other exception is retried with the backoff. ``notification.failed(notifiable,
     channel, exc)`` runs once when the delivery has failed for good.
     """
 
@@ -27,13 +31,18 @@ class SendQueuedNotifications(InteractsWithQueue):
         self.timeout = getattr(notification, "timeout", None)
         self.max_exceptions = getattr(notification, "max_exceptions", None)
 
-    def handle(self) -> Any:
-        from notifications.sender import sender
-
-        return sender.asend_now([self.notifiable], self.notification, [self.channel])
+    async def handle(self) -> None:
+        try:
+            await deliver(self.notifiable, self.notification, self.channel)
+        except DeliveryError as exc:
+            if exc.retry_after is not None:
+                self.release(exc.retry_after)
+            elif exc.permanent:
+                self.fail(exc)
+            else:
+                raise
 
     def failed(self, exc: BaseException) -> None:
         hook = getattr(self.notification, "failed", None)
         if callable(hook):
-            cause = getattr(exc, "failures", {}).get(self.channel, exc)
-            hook(self.notifiable, self.channel, cause)
+            hook(self.notifiable, self.channel, exc)

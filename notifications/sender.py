@@ -1,32 +1,40 @@
-"""Delivering notifications: now (every channel tried, failures gathered) or through the queue.
+"""Fan-out: which deliveries a notification makes, and whether they happen now or through the queue.
 
 Queued: one :class:`SendQueuedNotifications` job per notifiable and channel, so a failing channel
 is retried on its own and never holds the others back. Now: every channel gets its try; the
-failures are raised together afterwards as one :class:`NotificationFailedError`.
+failures are raised together afterwards as one :class:`NotificationFailedError`. Delivering one
+of them is :func:`notifications.delivery.deliver`'s job.
 """
 
 from __future__ import annotations
 
-import inspect
-import logging
+import dataclasses
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eventbus import aio, emit_until
-from eventbus.event_bus import emit
-from eventbus.dispatching import Destination, push_command
-from eventbus.transactions import defer_if_in_transaction
-from notifications.channels import channel_name, resolve_channel
+from notifications._core import Destination, defer_if_in_transaction, push_command, run_awaitable
+from notifications.channels.registry import accepts_on_demand, channel_name, resolve_channel
+from notifications.delivery import deliver
 from notifications.errors import NotificationFailedError
-from notifications.events import NotificationFailed, NotificationSending, NotificationSent
 from notifications.queued import SendQueuedNotifications
 
-log = logging.getLogger(__name__)
+if TYPE_CHECKING:
+    from notifications.notification import Notification
+
+Interceptor = Callable[[list[Any], Any, "list[str] | None", bool], bool]
 
 # fake_notifications() takes deliveries here: (notifiables, notification, channels, queued) -> bool
-send_interceptors: list[Callable[[list[Any], Any, list[str] | None, bool], bool]] = []
+send_interceptors: list[Interceptor] = []
 
-ROUTED_CHANNELS = ("mail", "sms", "database")
+
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    """The deliveries to one notifiable: its copy of the notification (with the id its channels
+    share) and the channel names, in ``via()`` order."""
+
+    notifiable: Any
+    notification: Notification
+    channels: list[str]
 
 
 def _as_list(notifiables: Any) -> list[Any]:
@@ -35,103 +43,94 @@ def _as_list(notifiables: Any) -> list[Any]:
     return [notifiables]
 
 
-class NotificationSender:
-    def send(self, notifiables: Any, notification: Any) -> None:
-        """Queue ``notification`` when it is queued, else deliver it now."""
-        if getattr(notification, "queued", False):
-            self.queue(notifiables, notification)
-        else:
-            self.send_now(notifiables, notification)
-
-    # -- now ----------------------------------------------------------------------------------
-    def _plan(self, notifiables: Any, notification: Any, channels: list[str] | None,
-              queued: bool) -> list[tuple[Any, list[str]]] | None:
-        items = _as_list(notifiables)
-        for intercept in send_interceptors:
-            if intercept(items, notification, channels, queued):
-                return None
-        plan = []
-        for notifiable in items:
-            names = [channel_name(c) for c in (channels or notification.via(notifiable))]
-            for name in names:
-                resolve_channel(name)  # unknown channel: one clear error before anything is sent
-            plan.append((notifiable, names))
-        return plan
-
-    def send_now(self, notifiables: Any, notification: Any, channels: list[str] | None = None) -> None:
-        plan = self._plan(notifiables, notification, channels, queued=False)
-        failures: dict[str, BaseException] = {}
-        for notifiable, names in plan or []:
-            for name in names:
-                try:
-                    aio.resolve(self._deliver(notifiable, notification, name))
-                except Exception as exc:
-                    failures[name] = exc
-        if failures:
-            raise NotificationFailedError(failures)
-
-    async def asend_now(self, notifiables: Any, notification: Any, channels: list[str] | None = None) -> None:
-        plan = self._plan(notifiables, notification, channels, queued=False)
-        failures: dict[str, BaseException] = {}
-        for notifiable, names in plan or []:
-            for name in names:
-                try:
-                    await self._deliver(notifiable, notification, name)
-                except Exception as exc:
-                    failures[name] = exc
-        if failures:
-            raise NotificationFailedError(failures)
-
-    async def _deliver(self, notifiable: Any, notification: Any, name: str) -> Any:
-        if not notification.should_send(notifiable, name):
-            return None
-        if name in ROUTED_CHANNELS and notifiable.route_notification_for(name, notification) is None:
-            log.warning("%s has no %s route; skipping %s on %s", type(notifiable).__name__, name,
-                        type(notification).__name__, name)
-            return None
-        if emit_until(NotificationSending(notifiable, notification, name)) is False:
-            return None
-        try:
-            response = resolve_channel(name).send(notifiable, notification)
-            if inspect.isawaitable(response):
-                response = await response
-        except Exception as exc:
-            emit(NotificationFailed(notifiable, notification, name, exc))
-            raise
-        emit(NotificationSent(notifiable, notification, name, response))
-        return response
-
-    # -- queued -------------------------------------------------------------------------------
-    def queue(self, notifiables: Any, notification: Any) -> list[str]:
-        """Push one SendQueuedNotifications job per notifiable and channel; return their uuids."""
-        plan = self._plan(notifiables, notification, None, queued=True)
-        notification.id  # fix the id before serializing: every channel shares it
-        uuids: list[str] = []
-        queues = notification.via_queues() or {}
-        for notifiable, names in plan or []:
-            delays = notification.with_delay(notifiable) or {}
-            for name in names:
-                job = SendQueuedNotifications(notifiable, notification, name)
-                dest = Destination.of(job, queue=queues.get(name) or notification.queue,
-                                      delay=delays.get(name, notification.delay),
-                                      connection=notification.connection)
-                def push(j: SendQueuedNotifications = job, d: Destination = dest) -> None:
-                    uuids.append(push_command(j, d))
-
-                if getattr(notification, "after_commit", False):
-                    defer_if_in_transaction(push)
-                else:
-                    push()
-        return uuids
+def plan(notifiables: Any, notification: Notification, channels: list[str] | None,
+         queued: bool) -> list[Planned]:
+    """The deliveries to make; nothing when a fake took them. An unknown channel fails here,
+    before anything is sent."""
+    items = _as_list(notifiables)
+    if any(intercept(items, notification, channels, queued) for intercept in send_interceptors):
+        return []
+    planned = []
+    for notifiable in items:
+        names = [channel_name(c) for c in (channels or notification.via(notifiable))]
+        for name in names:
+            resolve_channel(name)
+        names = [name for name in names if can_deliver(notifiable, name)]
+        planned.append(Planned(notifiable, notification.copy_for_delivery(), names))
+    return planned
 
 
-sender = NotificationSender()
+def can_deliver(notifiable: Any, channel: str) -> bool:
+    """False for an on-demand recipient on a channel that needs a stored notifiable (``database``)."""
+    return not getattr(notifiable, "on_demand", False) or accepts_on_demand(channel)
 
 
-def notify(notifiables: Iterable[Any] | Any, notification: Any) -> None:
+def send(notifiables: Any, notification: Notification) -> None:
+    """Queue ``notification`` when it is queued, else deliver it now."""
+    if getattr(notification, "queued", False):
+        queue(notifiables, notification)
+    else:
+        send_now(notifiables, notification)
+
+
+def send_now(notifiables: Any, notification: Notification, channels: list[str] | None = None) -> None:
+    """Deliver on every channel now, in this thread's event loop; see :func:`asend_now`."""
+    coroutine = asend_now(notifiables, notification, channels)
+    try:
+        run_awaitable(coroutine)
+    finally:
+        coroutine.close()  # never started (called inside a running loop): no "never awaited" warning
+
+
+async def asend_now(notifiables: Any, notification: Notification, channels: list[str] | None = None) -> None:
+    """Deliver on every channel now; raise one NotificationFailedError for the ones that failed."""
+    failures: dict[str, BaseException] = {}
+    for item in plan(notifiables, notification, channels, queued=False):
+        for channel in item.channels:
+            try:
+                await deliver(item.notifiable, item.notification, channel)
+            except Exception as exc:
+                failures[channel] = exc
+    if failures:
+        raise NotificationFailedError(failures)
+
+
+def queue(notifiables: Any, notification: Notification) -> list[str]:
+    """Push one SendQueuedNotifications job per notifiable and channel; return their uuids.
+
+    With ``after_commit = True`` the pushes wait for the enclosing ``eventbus.after_commit()``
+    block (the uuids are added when they happen).
+    """
+    uuids: list[str] = []
+    queues = notification.via_queues() or {}
+    for item in plan(notifiables, notification, None, queued=True):
+        delays = notification.with_delay(item.notifiable) or {}
+        for channel in item.channels:
+            job = SendQueuedNotifications(item.notifiable, item.notification, channel)
+            destination = Destination.of(job, queue=queues.get(channel) or notification.queue,
+                                         delay=delays.get(channel, notification.delay),
+                                         connection=notification.connection)
+            push = _pusher(job, destination, uuids)
+            if notification.after_commit:
+                defer_if_in_transaction(push)
+            else:
+                push()
+    return uuids
+
+
+def _pusher(job: SendQueuedNotifications, destination: Destination, uuids: list[str]) -> Callable[[], None]:
+    def push() -> None:
+        uuids.append(push_command(job, destination))
+
+    return push
+
+
+def notify(notifiables: Iterable[Any] | Any, notification: Notification) -> None:
     """Send ``notification`` to many notifiables (queued when the notification is queued)."""
-    sender.send(notifiables, notification)
+    send(notifiables, notification)
 
 
-def notify_now(notifiables: Iterable[Any] | Any, notification: Any, channels: list[str] | None = None) -> None:
-    sender.send_now(notifiables, notification, channels)
+def notify_now(notifiables: Iterable[Any] | Any, notification: Notification,
+               channels: list[str] | None = None) -> None:
+    """Send ``notification`` to many notifiables now, even when it is a queued notification."""
+    send_now(notifiables, notification, channels)

@@ -156,3 +156,11 @@ def test_no_module_names_a_driver_outside_its_own_file() -> None:
                     if set(flat) & {"redis", "database", "sync", "null"}:
                         offenders.append(f"{path.relative_to(ROOT)}:{node.lineno}")
     assert offenders == []
+
+
+def test_notifications_reach_the_core_through_one_module() -> None:
+    """Only ``notifications._core`` imports eventbus: the whole dependency is visible in one file."""
+    graph = import_graph()
+    offenders = {m for m, deps in graph.items() if m.startswith("notifications")
+                 and m != "notifications._core" and any(d.split(".")[0] == "eventbus" for d in deps)}
+    assert offenders == set()

@@ -354,7 +354,7 @@ def test_a_forged_queued_listener_is_refused(use_redis: redis.Redis, target: str
     Detonator.fired.clear()
     forged = CallQueuedListener(target, method, [Shipped(1)], display_name="forged", options={})
     push_command(forged, Destination("redis", None, 0.0))
-    assert Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0)).run() == 0
+    assert Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0)).run() == 0
     assert Detonator.fired == []
     [record] = eventbus.failed_store().all()
     assert "refusing to call" in record.summary
@@ -368,7 +368,7 @@ def test_the_registered_method_of_a_queued_listener_still_runs(use_redis: redis.
     Detonator.fired.clear()
     real = CallQueuedListener(f"{__name__}.Courier", "handle", [Shipped(1)], display_name="c", options={})
     push_command(real, Destination("redis", None, 0.0))
-    assert Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0)).run() == 0
+    assert Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0)).run() == 0
     assert Detonator.fired == ["courier.handle"] and eventbus.failed_store().all() == []
 
 

@@ -27,7 +27,7 @@ QUEUE_EVENTS = (JobQueued, JobProcessing, JobProcessed, JobExceptionOccurred, Jo
 
 
 def drain(**options: object) -> int:
-    return Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, **options)).run()  # type: ignore[arg-type]
+    return Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0, **options)).run()  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -1,144 +1,21 @@
-"""The ``database`` channel: a row per notification in the ``notifications`` table.
-
-The table lives in ``EVENTBUS_NOTIFICATIONS_URL`` (or :func:`configure`), by default the database
-of the default connection when that is a database, else ``eventbus.sqlite3``.
-"""
+"""The ``database`` channel: a row per notification and notifiable in the ``notifications`` table."""
 
 from __future__ import annotations
 
-import dataclasses
-import datetime as dt
-import json
-import threading
-import time
-from typing import Any
+from typing import Any, ClassVar
 
-import sqlalchemy as sa
-
-from eventbus import registry
-from eventbus.config import DEFAULT_SQLITE_URL
-from eventbus.runtime import settings
-from eventbus.sql import engine_for, ensure_tables, guarded
-from notifications.notifiable import notifiable_key
-
-_lock = threading.Lock()
-_url: str | None = None
-metadata = sa.MetaData()
-table = sa.Table(
-    "notifications", metadata,
-    sa.Column("id", sa.String(64), primary_key=True),
-    sa.Column("type", sa.String(191), nullable=False),
-    sa.Column("notifiable_type", sa.String(191), nullable=False),
-    sa.Column("notifiable_id", sa.String(191), nullable=False),
-    sa.Column("data", sa.Text, nullable=False),
-    sa.Column("read_at", sa.Double, nullable=True),
-    sa.Column("created_at", sa.Double, nullable=False),
-    sa.Index("notifications_notifiable_index", "notifiable_type", "notifiable_id"),
-)
-
-
-def configure(url: str | None) -> None:
-    """Set the database URL of the notifications table (None: back to the default)."""
-    global _url
-    with _lock:
-        _url = url
-
-
-def database_url() -> str:
-    import os
-
-    if _url:
-        return _url
-    if os.environ.get("EVENTBUS_NOTIFICATIONS_URL"):
-        return os.environ["EVENTBUS_NOTIFICATIONS_URL"]
-    cfg = settings()
-    conn = cfg.connections[cfg.default]
-    return str(conn["url"]) if conn["driver"] == "database" else DEFAULT_SQLITE_URL
-
-
-def _run(action: str, fn: Any) -> Any:
-    url = database_url()
-
-    def run() -> Any:
-        engine = engine_for(url)
-        ensure_tables(engine, metadata, [table])
-        return fn(engine)
-
-    return guarded(url, action, run)
-
-
-@dataclasses.dataclass(frozen=True)
-class DatabaseNotification:
-    id: str
-    type: str
-    notifiable_type: str
-    notifiable_id: str
-    data: dict[str, Any]
-    read_at: float | None
-    created_at: float
-
-    @property
-    def read(self) -> bool:
-        return self.read_at is not None
-
-    @property
-    def created(self) -> dt.datetime:
-        return dt.datetime.fromtimestamp(self.created_at, dt.timezone.utc)
+from notifications._core import dotted_name
+from notifications.store import save
 
 
 class DatabaseChannel:
+    """Stores ``to_database(notifiable)`` (or ``to_dict``) under the notification's id."""
+
+    routed: ClassVar[bool] = True  # the route is the notifiable's key; without one, nothing to store
+    on_demand: ClassVar[bool] = False  # a row belongs to a stored notifiable, never to bare routes
+
     def send(self, notifiable: Any, notification: Any) -> str:
         to_database = getattr(notification, "to_database", None)
         data = to_database(notifiable) if callable(to_database) else notification.to_dict(notifiable)
-        row = {"id": notification.id, "type": registry.dotted_name(type(notification)),
-               "notifiable_type": registry.dotted_name(type(notifiable)),
-               "notifiable_id": str(notifiable.route_notification_for("database", notification)),
-               "data": json.dumps(data), "read_at": None, "created_at": time.time()}
-
-        def insert(engine: sa.Engine) -> None:
-            with engine.begin() as conn:  # a retried job must not store the notification twice
-                conn.execute(sa.delete(table).where(table.c.id == row["id"]))
-                conn.execute(sa.insert(table).values(**row))
-
-        _run("store notification", insert)
-        return str(row["id"])
-
-
-def _owner(notifiable: Any) -> Any:
-    return sa.and_(table.c.notifiable_type == registry.dotted_name(type(notifiable)),
-                   table.c.notifiable_id == str(notifiable_key(notifiable)))
-
-
-def _select(*where: Any) -> list[DatabaseNotification]:
-    def run(engine: sa.Engine) -> list[DatabaseNotification]:
-        with engine.connect() as conn:
-            rows = conn.execute(sa.select(table).where(*where).order_by(table.c.created_at.desc()))
-            return [DatabaseNotification(**{**r._mapping, "data": json.loads(r.data)}) for r in rows]
-
-    return list(_run("read notifications", run))
-
-
-def notifications_for(notifiable: Any) -> list[DatabaseNotification]:
-    """Every stored notification of ``notifiable``, newest first."""
-    return _select(_owner(notifiable))
-
-
-def unread_notifications_for(notifiable: Any) -> list[DatabaseNotification]:
-    return _select(_owner(notifiable), table.c.read_at.is_(None))
-
-
-def mark_as_read(target: Any) -> int:
-    """Mark a notification, a list of them, or all of a notifiable's as read; return how many."""
-    if isinstance(target, DatabaseNotification):
-        where = table.c.id == target.id
-    elif isinstance(target, (list, tuple)):
-        where = table.c.id.in_([n.id for n in target])
-    else:
-        where = _owner(target)
-
-    def run(engine: sa.Engine) -> int:
-        with engine.begin() as conn:
-            return int(conn.execute(sa.update(table).where(where, table.c.read_at.is_(None))
-                                    .values(read_at=time.time())).rowcount)
-
-    return int(_run("mark notifications read", run))
+        owner = notifiable.route_notification_for("database", notification)
+        return save(notification.id, dotted_name(type(notification)), notifiable, owner, data)

@@ -1,4 +1,4 @@
-"""The ``log`` channel: one log line per notification (``to_log`` or ``to_dict`` gives the text)."""
+"""The ``log`` channel: one log line per notification (``to_log`` gives the text)."""
 
 from __future__ import annotations
 
@@ -9,6 +9,8 @@ log = logging.getLogger("notifications.log")
 
 
 class LogChannel:
+    """Logs each notification on the ``notifications.log`` logger and keeps the lines."""
+
     def __init__(self) -> None:
         self.lines: list[str] = []
 

@@ -5,10 +5,11 @@ from notifications.mail.render import render, set_template_dirs
 from notifications.mail.transports import (
     ArrayTransport,
     LogTransport,
+    MailTransport,
     SmtpSettings,
     SmtpTransport,
     transport_from_url,
 )
 
-__all__ = ["ArrayTransport", "Attachment", "LogTransport", "MailContent", "MailMessage",
+__all__ = ["ArrayTransport", "Attachment", "LogTransport", "MailContent", "MailMessage", "MailTransport",
            "SmtpSettings", "SmtpTransport", "render", "set_template_dirs", "transport_from_url"]

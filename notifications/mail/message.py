@@ -15,9 +15,41 @@ from __future__ import annotations
 import dataclasses
 import mimetypes
 import pathlib
+import re
 from typing import Any
+from urllib.parse import urlsplit
 
 LEVELS = ("info", "success", "error")
+ACTION_SCHEMES = ("http", "https", "mailto")
+_HEADER_NAME = re.compile(r"[!-9;-~]+")  # RFC 5322 field-name: printable ASCII except ":"
+_LINE_BREAK = re.compile(r"[\r\n\x00]")
+# Set by the builder's own methods (or by MIME itself); a custom header must not add a second one.
+RESERVED_HEADERS = frozenset({
+    "bcc", "cc", "content-disposition", "content-transfer-encoding", "content-type", "date", "from",
+    "message-id", "mime-version", "reply-to", "resent-bcc", "resent-cc", "resent-from", "resent-sender",
+    "resent-to", "return-path", "sender", "subject", "to", "x-tags",
+})
+
+
+def check_header(name: str, value: str) -> None:
+    """Refuse a custom header that could add lines or recipients; ValueError names the problem."""
+    if not isinstance(name, str) or not _HEADER_NAME.fullmatch(name):
+        raise ValueError(f"bad mail header name {name!r}: use printable ASCII without spaces or ':', "
+                         "such as X-Campaign")
+    if name.lower() in RESERVED_HEADERS:
+        raise ValueError(f"mail header name {name!r} is set by MailMessage itself; use its own method "
+                         "(subject, from_, reply_to, cc, bcc, tag)")
+    if _LINE_BREAK.search(str(value)):
+        raise ValueError(f"mail header value of {name!r} cannot contain line breaks")
+
+
+def check_action_url(url: str) -> None:
+    """Buttons link to the web or to mail only: no ``javascript:``, ``data:`` or relative links."""
+    parts = urlsplit(url) if isinstance(url, str) and url == url.strip() else None
+    ok = parts is not None and parts.scheme in ACTION_SCHEMES and not _LINE_BREAK.search(url) and \
+        (bool(parts.netloc) if parts.scheme != "mailto" else bool(parts.path))
+    if not ok:
+        raise ValueError(f"bad action URL {url!r}: use an absolute http, https or mailto URL")
 
 
 @dataclasses.dataclass
@@ -62,8 +94,9 @@ class MailMessage:
                  headers: dict[str, str] | None = None, template: str | None = None,
                  context: dict[str, Any] | None = None) -> None:
         self.content = MailContent(subject=subject, greeting=greeting, salutation=salutation,
-                                   template=template, context=dict(context or {}),
-                                   tags=list(tags or []), headers=dict(headers or {}))
+                                   template=template, context=dict(context or {}), tags=list(tags or []))
+        for name, value in (headers or {}).items():
+            self.header(name, value)
         self.set_level(level)
         for text in lines or []:
             self.line(text)
@@ -101,6 +134,8 @@ class MailMessage:
         return self
 
     def action(self, text: str, url: str) -> MailMessage:
+        """The button; ``url`` must be an absolute http, https or mailto URL (ValueError otherwise)."""
+        check_action_url(url)
         self.content.action_text, self.content.action_url = text, url
         return self
 
@@ -151,6 +186,8 @@ class MailMessage:
         return self
 
     def header(self, name: str, value: str) -> MailMessage:
+        """A custom header such as ``X-Campaign``; names the builder sets itself are refused."""
+        check_header(name, value)
         self.content.headers[name] = value
         return self
 

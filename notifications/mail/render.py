@@ -3,6 +3,10 @@
 The default layout ships in ``notifications/templates/mail``; your templates are looked up first
 in the directories given to :func:`set_template_dirs` (default: ``templates`` in the working
 directory), so you can also override ``mail/layout.html``.
+
+Every template is autoescaped except plain-text ones (``.txt``): ``.html``, ``.j2``, ``.jinja``
+and anything else. A template ``x.html`` (or ``x.html.j2``) takes its text part from ``x.txt``
+when there is one, else from its own HTML.
 """
 
 from __future__ import annotations
@@ -27,13 +31,23 @@ def set_template_dirs(*dirs: str | pathlib.Path) -> None:
     _env = None
 
 
+def _autoescape(name: str | None) -> bool:
+    return not (name or "").endswith(".txt")
+
+
+def text_sibling(template: str) -> str | None:
+    """The plain-text template beside an HTML one (``a.html``, ``a.html.j2`` -> ``a.txt``)."""
+    base = re.sub(r"\.(j2|jinja2?)$", "", template)
+    return re.sub(r"\.html?$", ".txt", base) if re.search(r"\.html?$", base) else None
+
+
 def environment() -> jinja2.Environment:
     global _env
     if _env is None:
         loader = jinja2.ChoiceLoader([jinja2.FileSystemLoader(_template_dirs),
                                       jinja2.PackageLoader("notifications", "templates")])
         _env = jinja2.Environment(loader=loader,
-                                  autoescape=jinja2.select_autoescape(["html", "htm", "xml"]),
+                                  autoescape=_autoescape,
                                   undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
     return _env
 
@@ -45,9 +59,9 @@ def render(message: MailMessage, extra: dict[str, Any] | None = None) -> tuple[s
     env = environment()
     if c.template:
         html_part = env.get_template(c.template).render(context)
-        text_name = re.sub(r"\.html?$", ".txt", c.template)
+        text_name = text_sibling(c.template)
         try:
-            text_part = env.get_template(text_name).render(context) if text_name != c.template else None
+            text_part = env.get_template(text_name).render(context) if text_name else None
         except jinja2.TemplateNotFound:
             text_part = None
         return html_part, text_part or html_to_text(html_part)

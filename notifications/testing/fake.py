@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from notifications import sender as sender_module
-from notifications.channels import channel_name
+from notifications.channels.registry import channel_name
 from notifications.notification import AnonymousNotifiable
 
 

@@ -117,7 +117,7 @@ def memory_driver() -> Iterator[None]:
 
 
 def drain(queue: Queue, failed: MemoryFailedJobStore) -> int:
-    options = WorkerOptions(stop_when_empty=True, sleep_s=0, timeout_s=10)
+    options = WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0, timeout_s=10)
     return Worker(queue, failed=failed, options=options).run()
 
 

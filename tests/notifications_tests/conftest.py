@@ -10,6 +10,7 @@ import socket
 import ssl
 import subprocess
 import threading
+import time
 import urllib.parse
 from collections.abc import Iterator
 from typing import Any
@@ -45,11 +46,17 @@ class Inbox:
                 for e in self.envelopes]
 
 
+def forget_channels() -> None:
+    channels.reset()
+    for name in channels.registered_channels():
+        channels.unregister(name)
+
+
 @pytest.fixture(autouse=True)
 def fresh_channels() -> Iterator[None]:
-    channels.reset()
+    forget_channels()
     yield
-    channels.reset()
+    forget_channels()
 
 
 @pytest.fixture
@@ -91,11 +98,35 @@ def tls_smtp_server(self_signed_cert: tuple[str, str]) -> Iterator[tuple[Inbox, 
     controller.stop()
 
 
-class ProviderStub(http.server.BaseHTTPRequestHandler):
-    """Answers like Twilio's Messages API and Vonage's SMS API; records every request."""
+@pytest.fixture
+def lenient_tls_smtp_server(self_signed_cert: tuple[str, str]) -> Iterator[tuple[Inbox, int, str, list[bool]]]:
+    """Offers STARTTLS but also accepts AUTH without it; records whether each AUTH came over TLS."""
+    cert, key = self_signed_cert
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    inbox, port, auth_over_tls = Inbox(), free_port(), []
 
+    def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        auth_over_tls.append(session.ssl is not None)
+        return AuthResult(success=isinstance(data, LoginPassword) and data.password == b"s3cret")
+
+    controller = Controller(inbox, hostname="127.0.0.1", port=port, tls_context=context, require_starttls=False,
+                            auth_require_tls=False, authenticator=authenticate)
+    controller.start()
+    yield inbox, port, cert, auth_over_tls
+    controller.stop()
+
+
+class ProviderStub(http.server.BaseHTTPRequestHandler):
+    """Answers like Twilio's Messages API and Vonage's SMS API; records every request.
+
+    HTTP/1.1 with keep-alive, so a client that reuses its connection shows one client address.
+    """
+
+    protocol_version = "HTTP/1.1"
     requests: list[dict[str, Any]] = []
     fail_with: int | None = None
+    script: list[tuple[int, dict[str, str]]] = []  # (status, headers) answered first, in order
 
     def log_message(self, *args: Any) -> None:
         pass
@@ -104,8 +135,12 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
         length = int(self.headers.get("Content-Length", 0))
         body = self.rfile.read(length).decode()
         form = {k: v[0] for k, v in urllib.parse.parse_qs(body).items()}
-        self.requests.append({"path": self.path, "headers": dict(self.headers), "form": form})
-        if self.fail_with:
+        self.requests.append({"path": self.path, "headers": dict(self.headers), "form": form,
+                              "at": time.monotonic(), "client": self.client_address})
+        if self.script:
+            status, headers = self.script.pop(0)
+            self._reply(status, {"code": 20429, "message": f"scripted {status}", "status": status}, headers)
+        elif self.fail_with:
             self._reply(self.fail_with, {"code": 20500, "message": "Internal Server Error", "status": self.fail_with})
         elif self.path.startswith("/2010-04-01/Accounts/"):
             if form.get("To", "").startswith("+1999"):
@@ -122,11 +157,13 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
         else:
             self._reply(404, {"message": "not found"})
 
-    def _reply(self, status: int, data: dict[str, Any]) -> None:
+    def _reply(self, status: int, data: dict[str, Any], headers: dict[str, str] | None = None) -> None:
         raw = json.dumps(data).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(raw)))
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.end_headers()
         self.wfile.write(raw)
 
@@ -135,8 +172,9 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
 def provider_stub() -> Iterator[tuple[type[ProviderStub], int]]:
     ProviderStub.requests = []
     ProviderStub.fail_with = None
+    ProviderStub.script = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ProviderStub)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield ProviderStub, server.server_address[1]
     server.shutdown()

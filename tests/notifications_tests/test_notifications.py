@@ -8,17 +8,20 @@ from typing import Any
 
 import pytest
 import redis
+import sqlalchemy as sa
 
 import eventbus
 from helpers import PG_URL, database_reason, traces, wait_for
 from eventbus.testing import fake_queue
 from notifications import (
+    AnonymousNotifiable,
     MailMessage,
     Notifiable,
     Notification,
     NotificationFailedError,
     NotificationSending,
     NotificationSent,
+    OnDemandRouteError,
     SendQueuedNotifications,
     SmsMessage,
     UnknownChannelError,
@@ -28,6 +31,7 @@ from notifications import (
     register_channel,
     unread_notifications_for,
 )
+from notifications import store
 from notifications.channels import resolve_channel
 from notifications.testing import fake_notifications
 
@@ -159,6 +163,40 @@ def test_on_demand_routes(memory_transports: tuple) -> None:
     assert mail.messages[0]["To"] == "guest@example.com" and sms.messages[0][0] == "+15550111"
 
 
+def stored_rows() -> int:
+    engine = sa.create_engine(store.database_url())
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(store.table)).scalar_one())
+    finally:
+        engine.dispose()
+
+
+def test_database_is_not_an_on_demand_route() -> None:
+    with pytest.raises(OnDemandRouteError, match="database channel does not support on-demand"):
+        Notification.route("database", 7)
+    with pytest.raises(ValueError):
+        Notification.route("mail", "guest@example.com").route("database", 7)
+
+
+def test_on_demand_notifications_skip_the_database_channel(memory_transports: tuple) -> None:
+    mail, _ = memory_transports
+    store.migrate()
+    guest = AnonymousNotifiable({"mail": "guest@example.com", "database": 7})  # routes given without route()
+    guest.notify_now(Hello("on demand"))  # via: mail, sms, database
+    assert len(mail.messages) == 1
+    assert stored_rows() == 0
+
+
+def test_queued_on_demand_notifications_push_no_database_job() -> None:
+    class Queued(Hello):
+        queued = True
+
+    with fake_queue() as queue:
+        Notification.route("mail", "guest@example.com").route("sms", "+15550111").notify(Queued())
+    assert sorted(p.command.channel for p in queue.pushed) == ["mail", "sms"]
+
+
 def test_custom_channels_by_name_and_by_class(memory_transports: tuple) -> None:
     slack = Recorder()
     register_channel("slack", slack)
@@ -202,7 +240,8 @@ def test_queued_notification_is_one_job_per_notifiable_and_channel() -> None:
     sms_jobs = [p for p in queue.pushed if p.command.channel == "sms"]
     assert {p.queue for p in sms_jobs} == {"sms"} and {p.destination.delay for p in sms_jobs} == {30.0}
     assert {p.payload.max_tries for p in queue.pushed} == {4}
-    assert len({p.command.notification.id for p in queue.pushed}) == 1  # one id across channels
+    ids = {(p.command.notifiable.id, p.command.notification.id) for p in queue.pushed}
+    assert len(ids) == 2 and len({i for _, i in ids}) == 2  # one id per notifiable, shared by its channels
 
 
 def test_database_channel_read_and_unread(memory_transports: tuple) -> None:
@@ -216,20 +255,58 @@ def test_database_channel_read_and_unread(memory_transports: tuple) -> None:
     assert notifications_for(User(6)) == []
 
 
+def test_database_channel_keeps_a_row_for_every_notifiable(memory_transports: tuple) -> None:
+    notify([User(1), User(2)], Hello("both"))
+    assert [n.data for n in notifications_for(User(1))] == [{"text": "both"}]
+    assert [n.data for n in notifications_for(User(2))] == [{"text": "both"}]
+    assert notifications_for(User(1))[0].id != notifications_for(User(2))[0].id
+
+
+def test_one_notification_object_sent_twice_is_two_rows(memory_transports: tuple) -> None:
+    note = Hello("again")
+    User(1).notify_now(note, channels=["database"])
+    User(2).notify_now(note, channels=["database"])
+    User(1).notify_now(note, channels=["database"])
+    assert len(notifications_for(User(1))) == 2 and len(notifications_for(User(2))) == 1
+
+
+def test_a_retried_database_job_stores_its_row_once(memory_transports: tuple) -> None:
+    class Queued(Hello):
+        queued = True
+        channels = ["database"]
+
+    with fake_queue() as queue:
+        notify([User(1), User(2)], Queued("queued"))
+    from eventbus.dispatching import push_raw
+
+    for pushed in queue.pushed * 2:  # every job runs twice, as after a lost acknowledgement
+        push_raw("sync", pushed.payload.to_json())
+    assert [n.data for n in notifications_for(User(1))] == [{"text": "queued"}]
+    assert [n.data for n in notifications_for(User(2))] == [{"text": "queued"}]
+
+
+def test_an_id_set_by_hand_is_kept_and_cannot_overwrite_another_notifiable(memory_transports: tuple) -> None:
+    note = Hello("fixed")
+    note.id = "4f9c1f5e-0000-4000-8000-000000000001"
+    User(1).notify_now(note, channels=["database"])
+    assert [n.id for n in notifications_for(User(1))] == [note.id]
+    with pytest.raises(NotificationFailedError, match="already stored for another notifiable"):
+        User(2).notify_now(note, channels=["database"])
+    assert len(notifications_for(User(1))) == 1 and notifications_for(User(2)) == []
+
+
 def test_database_channel_on_postgres(memory_transports: tuple) -> None:
     reason = database_reason(PG_URL)
     if reason:
         pytest.skip(reason)
-    from notifications.channels import database
-
-    database.configure(PG_URL)
+    store.configure(PG_URL)
     try:
         user = User(8_000_000 + __import__("os").getpid())
         user.notify_now(Hello("pg"), channels=["database"])
         assert [n.data for n in user.unread_notifications] == [{"text": "pg"}]
         assert mark_as_read(user) == 1
     finally:
-        database.configure(None)
+        store.configure(None)
 
 
 # -- fakes ------------------------------------------------------------------------------------
@@ -280,13 +357,11 @@ def test_queued_mail_arrives_while_failing_sms_is_retried_and_failed(
     assert traces(use_redis, "notification_failed") == ["sms:DeliveryError"]
     [record] = eventbus.runtime.failed_store().all()
     assert "via sms" in record.display_name and "Twilio refused the SMS (503" in record.summary
-    from notifications.channels import database
-
-    database.configure("sqlite:///notes.sqlite3")
+    store.configure("sqlite:///notes.sqlite3")
     try:
         assert [n.data for n in notifications_for(customer)] == [{"order_id": 42}]
     finally:
-        database.configure(None)
+        store.configure(None)
 
 
 def test_log_channel(memory_transports: tuple, caplog: Any) -> None:

@@ -1,0 +1,60 @@
+"""Turning a :class:`MailMessage` into a MIME message: text and HTML alternatives, then attachments.
+
+Address headers are written from parsed :class:`~email.headerregistry.Address` objects, one per
+entry (see :mod:`notifications.mail.addresses`), never from joined strings.
+"""
+
+from __future__ import annotations
+
+import email.message
+import email.utils
+from email.headerregistry import Address
+from typing import Any
+
+from notifications.errors import InvalidAddressError
+from notifications.mail.addresses import parse_address, parse_pairs, parse_route
+from notifications.mail.message import MailMessage
+from notifications.mail.render import render
+
+
+def _sender(message: MailMessage, default_from: str) -> Address:
+    if message.content.from_address:
+        address, name = message.content.from_address
+        return parse_address(address, "from", name)
+    try:
+        return parse_address(default_from, "from")
+    except InvalidAddressError as exc:
+        raise InvalidAddressError(f"{exc}; check the mail_from setting (EVENTBUS_MAIL_FROM)",
+                                  field="from") from exc
+
+
+def build_email(message: MailMessage, route: Any, default_from: str) -> email.message.EmailMessage:
+    """The MIME message for ``message`` sent to ``route`` (an address, a list, or ``{address: name}``).
+
+    Every address is checked before anything is built; a bad one raises InvalidAddressError naming
+    the field. The Bcc header is included: the SMTP transport sends to it and strips it.
+    """
+    c = message.content
+    sender, to = _sender(message, default_from), parse_route(route)
+    cc, bcc, reply_to = parse_pairs(c.cc, "cc"), parse_pairs(c.bcc, "bcc"), parse_pairs(c.reply_to, "reply_to")
+    html_part, text_part = render(message)
+    mime = email.message.EmailMessage()
+    mime["Subject"] = c.subject or ""
+    mime["From"] = sender
+    mime["To"] = to
+    for header, addresses in (("Cc", cc), ("Reply-To", reply_to), ("Bcc", bcc)):
+        if addresses:
+            mime[header] = addresses
+    mime["Date"] = email.utils.formatdate(localtime=True)
+    mime["Message-ID"] = email.utils.make_msgid(domain=sender.domain)
+    if c.tags:
+        mime["X-Tags"] = ", ".join(c.tags)
+    for name, value in c.headers.items():
+        mime[name] = value
+    mime.set_content(text_part)
+    mime.add_alternative(html_part, subtype="html")
+    for att in c.attachments:
+        maintype, _, subtype = att.mime_type.partition("/")
+        mime.add_attachment(att.content, maintype=maintype, subtype=subtype or "octet-stream",
+                            filename=att.filename)
+    return mime
