@@ -1,0 +1,1 @@
+"""Chaos scenarios: faults injected into real servers and worker processes, judged by a ledger."""

@@ -1,0 +1,1 @@
+"""``--app`` modules for the chaos workers (``chaos.apps.app``) and the jobs they run."""
