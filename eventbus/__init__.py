@@ -1,6 +1,16 @@
 """eventbus: events, queued listeners, jobs and notifications on a reliable job queue."""
 
-from eventbus.dispatching import chain, dispatch, dispatch_sync
+from eventbus.backoff import exponential
+from eventbus.dispatching import (
+    bulk_pushes,
+    chain,
+    dispatch,
+    dispatch_if,
+    dispatch_many,
+    dispatch_sync,
+    dispatch_unless,
+    emit_many,
+)
 from eventbus.event_bus import EventBus, aemit, bus, emit, emit_until, forget, listen, subscribe
 from eventbus.errors import (
     ConfigurationError,
@@ -70,14 +80,20 @@ __all__ = [
     "WorkerStopping",
     "aemit",
     "after_commit",
+    "bulk_pushes",
     "bus",
     "chain",
     "configure",
     "connection",
     "dispatch",
+    "dispatch_if",
+    "dispatch_many",
     "dispatch_sync",
+    "dispatch_unless",
     "emit",
+    "emit_many",
     "emit_until",
+    "exponential",
     "failed_store",
     "forget",
     "listen",

@@ -1,0 +1,115 @@
+"""The public bulk API: dispatch_many, emit_many and bulk_pushes; dispatch_if/unless; backoff."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+import redis
+
+import eventbus
+from apps import jobs
+from eventbus import Event, JobQueued, Worker, WorkerOptions
+from eventbus.testing import fake_queue
+from helpers import traces
+from listeners import listener
+
+
+def drain() -> int:
+    options = WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0)
+    return Worker.for_connection(options=options).run()
+
+
+def count_commands(client: redis.Redis) -> int:
+    return int(client.info("commandstats").get("cmdstat_evalsha", {}).get("calls", 0))
+
+
+def test_dispatch_many_is_one_round_trip_per_queue(use_redis: redis.Redis) -> None:
+    queued: list[JobQueued] = []
+    eventbus.listen(JobQueued, queued.append)
+    use_redis.config_resetstat()
+    uuids = eventbus.dispatch_many(jobs.Record(n) for n in range(1200))
+    assert count_commands(use_redis) == 3  # one script call per 500 jobs
+    assert len(uuids) == len(set(uuids)) == 1200 and len(queued) == 1200
+    assert eventbus.connection().size() == 1200
+    assert drain() == 0
+    assert traces(use_redis, "ran") == [str(n) for n in range(1200)]
+
+
+def test_dispatch_many_keeps_each_jobs_own_queue_and_delay(use_redis: redis.Redis) -> None:
+    class Mail(eventbus.Job):
+        queue = "mail"
+
+        def handle(self) -> None: ...
+
+    eventbus.dispatch_many([jobs.Record(1), Mail(), jobs.Record(2)])
+    eventbus.dispatch_many([jobs.Record(3)], queue="later-queue")
+    q = eventbus.connection()
+    assert (q.size("default"), q.size("mail"), q.size("later-queue")) == (2, 1, 1)
+
+
+def test_bulk_pushes_send_delayed_jobs_at_once_and_the_rest_at_the_end(use_redis: redis.Redis) -> None:
+    q = eventbus.connection()
+    with eventbus.bulk_pushes():
+        jobs.Record(1).dispatch()
+        jobs.Record(2).dispatch(delay=60)
+        assert q.size() == 1  # the delayed one went at once; the other waits for the block's end
+    assert q.size() == 2
+
+
+def test_emit_many_pushes_queued_listeners_in_bulk(use_redis: redis.Redis) -> None:
+    @dataclasses.dataclass
+    class Sold(Event):
+        n: int
+
+    ran: list[int] = []
+
+    @listener(Sold)
+    def count(event: Sold) -> None:
+        ran.append(event.n)
+
+    @listener(Sold, queued=True)
+    def later(event: Sold) -> None: ...
+
+    use_redis.config_resetstat()
+    results = eventbus.emit_many(Sold(n) for n in range(100))
+    assert ran == list(range(100)) and len(results) == 100
+    assert count_commands(use_redis) == 1 and eventbus.connection().size() == 100
+
+
+def test_fakes_see_every_job_of_a_bulk_dispatch() -> None:
+    with fake_queue() as queue:
+        eventbus.dispatch_many([jobs.Record(n) for n in range(3)])
+    queue.assert_pushed(jobs.Record, times=3)
+
+
+def test_dispatch_if_and_unless() -> None:
+    with fake_queue() as queue:
+        assert eventbus.dispatch_if(False, jobs.Record(1)) is None
+        assert eventbus.dispatch_if(lambda: True, jobs.Record(2)) is not None
+        assert eventbus.dispatch_unless(True, jobs.Record(3)) is None
+        assert eventbus.dispatch_unless(0, jobs.Record(4), queue="q") is not None
+    assert [p.command.n for p in queue.pushed] == [2, 4] and queue.pushed[1].queue == "q"
+
+
+def test_exponential_backoff_becomes_delays_at_dispatch() -> None:
+    class Sync(eventbus.Job):
+        tries = 5
+        backoff = eventbus.exponential(first=2, base=3, cap=30, jitter=False)
+
+        def handle(self) -> None: ...
+
+    class Jittery(Sync):
+        backoff = eventbus.exponential(first=10, cap=1000)
+
+    with fake_queue() as queue:
+        Sync().dispatch()
+        Jittery().dispatch()
+        Jittery().dispatch()
+    plain, first, second = (p.payload.backoff for p in queue.pushed)
+    assert plain == [2.0, 6.0, 18.0, 30.0]  # one per retry: tries - 1
+    assert first is not None and second is not None and first != second  # each job its own spread
+    for delays in (first, second):
+        assert [5 <= delays[0] <= 10, 10 <= delays[1] <= 20, 20 <= delays[2] <= 40] == [True] * 3
+    with pytest.raises(ValueError):
+        eventbus.exponential(base=0.5)
