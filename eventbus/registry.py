@@ -22,7 +22,7 @@ import dataclasses
 import enum
 import importlib
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 from eventbus.errors import UnsafePayloadError
@@ -153,15 +153,19 @@ def _refusal(name: str, what: str) -> UnsafePayloadError:
         f"({', '.join(_trusted)}); if it is your app's, {APP_HINT}")
 
 
-def resolve(name: str) -> type:
-    """The payload type registered as ``name``, importing a trusted module if needed."""
+def resolve(name: str, *, accept: Callable[[type], bool] | None = None) -> type:
+    """The payload type registered as ``name``, importing a trusted module if needed.
+
+    A class found in a trusted module is accepted when it is a plain data type, or when
+    ``accept(cls)`` says so (the serializer accepts classes it has a model adapter for).
+    """
     found = _types.get(name)
     if found is not None:
         return found
     obj = _import_trusted(name)
     if name in _types:
         return _types[name]
-    if isinstance(obj, type) and _is_plain_data_type(obj):
+    if isinstance(obj, type) and (_is_plain_data_type(obj) or (accept is not None and accept(obj))):
         return register(obj, name)
     raise _refusal(name, "payload type")
 

@@ -62,12 +62,34 @@ def register_model(
     _adapters[cls] = ModelAdapter(key=key, load=load)
 
 
+ModelResolver = Callable[[type], "ModelAdapter | None"]
+_resolvers: list[ModelResolver] = []
+
+
+def register_model_resolver(resolver: ModelResolver) -> ModelResolver:
+    """Find adapters for whole families of classes without a ``register_model`` call each.
+
+    ``resolver(cls)`` returns a :class:`ModelAdapter` for a class it knows (every SQLAlchemy
+    mapped class, every Django model) or None. Explicitly registered models win.
+    """
+    _resolvers.append(resolver)
+    _resolved.clear()
+    return resolver
+
+
+_resolved: dict[type, ModelAdapter | None] = {}
+
+
 def adapter_for(cls: type) -> ModelAdapter | None:
-    """The model adapter for ``cls`` or its nearest registered base class, if any."""
+    """The model adapter for ``cls`` or its nearest registered base class, else a resolver's."""
     for klass in cls.__mro__:
         if klass in _adapters:
             return _adapters[klass]
-    return None
+    if not _resolvers:
+        return None
+    if cls not in _resolved:
+        _resolved[cls] = next((a for a in (r(cls) for r in _resolvers) if a is not None), None)
+    return _resolved[cls]
 
 
 def _is_pydantic(value: Any) -> bool:
@@ -240,7 +262,7 @@ def _decode_obj(data: dict[str, Any]) -> Any:
 
 
 def _decode_model(data: dict[str, Any]) -> Any:
-    cls = registry.resolve(data["cls"])
+    cls = registry.resolve(data["cls"], accept=lambda found: adapter_for(found) is not None)
     adapter = adapter_for(cls)
     if adapter is None:
         raise DeserializationError(f"{data['cls']} has no model adapter registered")

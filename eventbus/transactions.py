@@ -46,6 +46,40 @@ def after_commit() -> Iterator[None]:
         push()
 
 
+class Hold:
+    """Pushes held for one transaction that is not a ``with`` block (an ORM session's, say).
+
+    Framework integrations open one when a transaction begins and close it when it commits or
+    rolls back: ``hold = Hold.open()`` ... ``hold.close(committed=True)``. Inside it, pushes
+    marked ``after_commit`` wait, exactly as inside :func:`after_commit`.
+    """
+
+    def __init__(self) -> None:
+        self.pushes: list[Push] = []
+        self.closed = False
+
+    @classmethod
+    def open(cls) -> Hold:
+        hold = cls()
+        _pending.set((*_pending.get(), hold.pushes))
+        return hold
+
+    def close(self, *, committed: bool) -> None:
+        """Push what was held (``committed``) or drop it; an outer hold or block inherits it."""
+        if self.closed:
+            return
+        self.closed = True
+        stack = tuple(held for held in _pending.get() if held is not self.pushes)
+        _pending.set(stack)
+        if not committed:
+            return
+        if stack:
+            stack[-1].extend(self.pushes)
+            return
+        for push in self.pushes:
+            push()
+
+
 def in_after_commit_block() -> bool:
     return bool(_pending.get())
 

@@ -445,3 +445,26 @@ def test_a_chain_steps_own_queue_and_connection_win() -> None:
     steps = first.payload.chained
     assert [s["destination"]["queue"] for s in steps] == ["own-queue", "chain-queue"]
     assert [s["destination"]["connection"] for s in steps] == ["null", "redis"]
+
+
+def test_a_hold_opened_by_an_integration_works_like_the_block() -> None:
+    from eventbus.transactions import Hold
+
+    class Invoice(eventbus.Job):
+        after_commit = True
+
+        def handle(self) -> None: ...
+
+    with fake_queue() as queue:
+        hold = Hold.open()
+        Invoice().dispatch()
+        assert queue.pushed == []
+        hold.close(committed=True)
+        assert len(queue.pushed) == 1
+        hold = Hold.open()
+        Invoice().dispatch()
+        hold.close(committed=False)
+        hold.close(committed=True)  # closing twice changes nothing
+        assert len(queue.pushed) == 1
+        Invoice().dispatch()
+        assert len(queue.pushed) == 2
