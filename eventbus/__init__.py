@@ -39,6 +39,7 @@ from eventbus.events import (
 )
 from eventbus.handler import CallQueuedHandler, register_handler
 from eventbus.jobs import Job
+from eventbus.middleware import Middleware, Skip
 from eventbus.payload import Payload
 from eventbus.queue.base import Queue, QueueJob
 from eventbus.queue.drivers import register_driver
@@ -67,12 +68,14 @@ __all__ = [
     "Looping",
     "ManuallyFailedError",
     "MaxAttemptsExceededError",
+    "Middleware",
     "MissingDependencyError",
     "ModelNotFoundError",
     "Payload",
     "Queue",
     "QueueJob",
     "SerializationError",
+    "Skip",
     "UnsafePayloadError",
     "Worker",
     "WorkerConfigurationError",

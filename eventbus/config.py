@@ -11,7 +11,7 @@ from __future__ import annotations
 import dataclasses
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from eventbus.errors import ConfigurationError
@@ -22,7 +22,8 @@ DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_SQLITE_URL = "sqlite:///eventbus.sqlite3"
 
 #: The keyword arguments ``configure()`` takes.
-SETTING_NAMES = ("default", "connections", "failed", "mail", "sms", "trusted", "key", "mail_from")
+SETTING_NAMES = ("default", "connections", "failed", "mail", "sms", "trusted", "key", "mail_from",
+                 "middleware")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -36,6 +37,8 @@ class Settings:
     sms: str
     key: str | None = dataclasses.field(default=None, repr=False)
     mail_from: str = "eventbus@localhost"
+    #: Job middleware for every job, outermost (objects with ``handle(job, next)``).
+    middleware: tuple[Any, ...] = ()
 
     def connection_config(self, name: str | None = None) -> dict[str, Any]:
         """The full dict of one connection, with driver defaults filled in."""
@@ -94,6 +97,7 @@ def build_settings(
     sms: str | None = None,
     key: str | None = None,
     mail_from: str | None = None,
+    middleware: Iterable[Any] = (),
     env: Mapping[str, str] | None = None,
 ) -> Settings:
     """Merge arguments, environment and built-in defaults into validated :class:`Settings`."""
@@ -118,7 +122,16 @@ def build_settings(
         sms=sms or env.get("EVENTBUS_SMS_URL") or "log",
         key=key or env.get("EVENTBUS_KEY") or None,
         mail_from=mail_from or env.get("EVENTBUS_MAIL_FROM") or "eventbus@localhost",
+        middleware=checked_middleware(middleware),
     )
+
+
+def checked_middleware(middleware: Iterable[Any]) -> tuple[Any, ...]:
+    items = tuple(middleware)
+    for item in items:
+        if not callable(getattr(item, "handle", None)):
+            raise ConfigurationError(f"'middleware' entries need a handle(job, next) method, not {item!r}")
+    return items
 
 
 def failed_default(conn: Mapping[str, Any]) -> str:

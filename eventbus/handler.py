@@ -13,6 +13,7 @@ from typing import Any
 
 from eventbus import aio, encryption, registry, serializer
 from eventbus.errors import UnsafePayloadError
+from eventbus.middleware.pipeline import middleware_for, run_through
 from eventbus.payload import HANDLER_NAME, Payload, verify
 from eventbus.queue.base import QueueJob
 from eventbus.runtime import settings
@@ -27,7 +28,7 @@ class CallQueuedHandler:
     def call(self, job: QueueJob, data: dict[str, Any]) -> None:
         command = self.resolve_command(data)
         command._queue_job = job
-        aio.resolve(command.handle())
+        run_through(command, middleware_for(command, settings().middleware), run_command)
 
     def failed(self, data: dict[str, Any], exc: BaseException, job: QueueJob | None = None) -> None:
         """Call the command's ``failed(exc)`` hook, if it has one."""
@@ -48,6 +49,12 @@ class CallQueuedHandler:
 
 
 _handler = CallQueuedHandler()
+
+
+def run_command(command: Any) -> Any:
+    """The innermost step of the pipeline: the command's own ``handle()`` (the pipeline awaits
+    what an ``async def handle`` returns)."""
+    return command.handle()
 
 
 def register_handler(name: str, handler: Any) -> None:

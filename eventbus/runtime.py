@@ -51,19 +51,21 @@ def configure(
     trusted: Iterable[str] = (),
     key: str | None = None,
     mail_from: str | None = None,
+    middleware: Iterable[Any] = (),
     **unknown: Any,
 ) -> Settings:
     """Configure the default bus. Unset values come from EVENTBUS_* variables, then defaults.
 
     ``connections`` merges with the built-in ``database``, ``redis``, ``sync`` and ``null``
     connections by name. ``trusted`` adds module prefixes whose classes payloads may name.
+    ``middleware`` wraps every job the workers of this app run (outermost).
     Calling it again replaces the previous configuration and closes open connections; an
     unknown keyword is a :class:`~eventbus.ConfigurationError` naming it.
     """
     global _settings
     refuse_unknown_settings(unknown)
     new = build_settings(default=default, connections=connections, failed=failed, mail=mail,
-                         sms=sms, key=key, mail_from=mail_from)
+                         sms=sms, key=key, mail_from=mail_from, middleware=middleware)
     for hook in list(_configure_hooks):
         hook(new)
     registry.trust(*trusted)

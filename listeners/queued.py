@@ -93,6 +93,12 @@ class CallQueuedListener(InteractsWithQueue):
         fn = getattr(instance, self.method) if instance is not None else self._entry().target
         return fn(*self.args)
 
+    def middleware(self) -> list[Any]:
+        """The listener's own job middleware: ``middleware(event)`` on a listener class."""
+        instance = self._instance()
+        own = getattr(instance, "middleware", None) if instance is not None else None
+        return list(own(*self.args)) if callable(own) else []
+
     def failed(self, exc: BaseException) -> Any:
         instance = self._instance()
         hook = getattr(instance, "failed", None) if instance is not None else None

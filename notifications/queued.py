@@ -26,10 +26,29 @@ class SendQueuedNotifications(InteractsWithQueue):
         self.channel = channel
         self.display_name = (f"{type(notification).__module__}.{type(notification).__qualname__}"
                              f" via {channel}")
-        self.tries = getattr(notification, "tries", None)
-        self.backoff = getattr(notification, "backoff", None)
-        self.timeout = getattr(notification, "timeout", None)
-        self.max_exceptions = getattr(notification, "max_exceptions", None)
+
+    # The queue options are the notification's, read when the job is pushed (into the payload's
+    # envelope, where the worker reads them); they do not travel a second time in the command.
+    @property
+    def tries(self) -> Any:
+        return getattr(self.notification, "tries", None)
+
+    @property
+    def backoff(self) -> Any:
+        return getattr(self.notification, "backoff", None)
+
+    @property
+    def timeout(self) -> Any:
+        return getattr(self.notification, "timeout", None)
+
+    @property
+    def max_exceptions(self) -> Any:
+        return getattr(self.notification, "max_exceptions", None)
+
+    def middleware(self) -> list[Any]:
+        """The notification's job middleware for this channel: ``middleware(notifiable, channel)``."""
+        own = getattr(self.notification, "middleware", None)
+        return list(own(self.notifiable, self.channel)) if callable(own) else []
 
     async def handle(self) -> None:
         try:
