@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import re
 import signal
@@ -454,3 +455,51 @@ def test_a_worker_without_an_app_says_so(use_redis: redis.Redis, worker_env: dic
     result = subprocess.run([sys.executable, "-m", "eventbus", "work", "--stop-when-empty"],
                             env=worker_env, capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "no --app given" in result.stderr
+
+
+def test_watch_restarts_the_worker_when_the_app_changes(
+        use_redis: redis.Redis, worker_env: dict, tmp_path: pathlib.Path) -> None:
+    import subprocess
+    import sys
+    import textwrap
+
+    pytest.importorskip("watchfiles")
+    package = tmp_path / "watched"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    app = package / "app.py"
+
+    def write_app(version: str) -> None:
+        app.write_text(textwrap.dedent(f"""
+            import eventbus
+            from apps.jobs import trace
+
+            class Hello(eventbus.Job):
+                def handle(self) -> None:
+                    trace("version", "{version}")
+        """))
+
+    write_app("v1")
+    env = {**worker_env, "PYTHONPATH": f"{tmp_path}:{worker_env['PYTHONPATH']}"}
+    proc = subprocess.Popen([sys.executable, "-m", "eventbus", "work", "--watch", "--app", "watched.app",
+                             "--sleep", "0.1", "--quiet"], env=env, cwd=tmp_path,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    try:
+        sys.path.insert(0, str(tmp_path))
+        from watched.app import Hello  # type: ignore[import-not-found]
+
+        Hello().dispatch()
+        wait_for(lambda: traces(use_redis, "version") == ["v1"], timeout=30)
+        write_app("v2")  # the running worker still has v1 loaded: only a restart can show v2
+        deadline = time.monotonic() + 30
+        while traces(use_redis, "version")[-1:] != ["v2"] and time.monotonic() < deadline:
+            Hello().dispatch()
+            time.sleep(1)
+        assert traces(use_redis, "version")[-1] == "v2"
+    finally:
+        sys.path.remove(str(tmp_path))
+        sys.modules.pop("watched.app", None)
+        sys.modules.pop("watched", None)
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(timeout=20)

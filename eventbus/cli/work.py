@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
+import shlex
+import sys
 from typing import Any
 
 import click
 
 from eventbus.cli.base import app_option, main, setup
+from eventbus.errors import ConfigurationError
 from eventbus.supervisor import SUPERVISOR_PID_ENV, Supervisor
 from eventbus.worker import Worker, WorkerOptions
 
@@ -37,10 +41,12 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--name", default="default", help="Worker name.")
 @click.option("--processes", type=click.IntRange(min=1), default=1, help="Supervise N workers.")
 @click.option("--quiet", "-q", is_flag=True, help="No line per job.")
+@click.option("--watch", is_flag=True,
+              help="Restart when the app's files change (development; needs eventbus[watch]).")
 @app_option
 @click.pass_context
 def work(ctx: click.Context, /, connection_name: str | None, queues: str, processes: int,
-         quiet: bool, **opts: Any) -> None:
+         quiet: bool, watch: bool, **opts: Any) -> None:
     """Run queued jobs.
 
     \b
@@ -49,8 +55,11 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
       eventbus work redis --queue mail,default --tries 3 --backoff 5,30
       eventbus work --stop-when-empty               drain the queue, then exit (tests, cron)
       eventbus work --processes 4                   four supervised worker processes
+      eventbus work --watch --app shop.app          restart on code changes (development)
     """
     setup(ctx, quiet)
+    if watch:
+        ctx.exit(watch_and_restart(ctx))
     if not (ctx.meta.get("eventbus.app") or os.environ.get("EVENTBUS_APP")):
         logging.getLogger("eventbus.worker").warning(
             "no --app given (nor EVENTBUS_APP): this worker imports no app module, so it can only "
@@ -72,14 +81,46 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
     ctx.exit(worker.run())
 
 
-def _child_argv(ctx: click.Context) -> list[str]:
-    """The same ``work`` command without ``--processes`` and ``--name`` (each child gets its own)."""
+def watch_and_restart(ctx: click.Context) -> int:
+    """Run the same command without ``--watch`` and start it again whenever a ``.py`` file of
+    the app changes; the worker gets SIGINT, finishes its current job and exits first."""
+    try:
+        import watchfiles
+    except ImportError:
+        raise ConfigurationError("--watch needs watchfiles: pip install 'eventbus[watch]'") from None
+    argv = [sys.executable, "-m", "eventbus", *_child_argv(ctx, drop=("watch",))]
+    root = watched_directory(ctx.meta.get("eventbus.app") or os.environ.get("EVENTBUS_APP"))
+    log = logging.getLogger("eventbus.worker")
+    log.info("watching %s for changes", root)
+    watchfiles.run_process(root, target=" ".join(shlex.quote(a) for a in argv), target_type="command",
+                           watch_filter=watchfiles.PythonFilter(),
+                           callback=lambda changes: log.info("%d file(s) changed; restarting",
+                                                             len(changes)))
+    return 0
+
+
+def watched_directory(app: str | None) -> str:
+    """The directory of the app's top package (the working directory without an app)."""
+    if not app:
+        return os.getcwd()
+    spec = importlib.util.find_spec(app.split(".")[0])
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    if locations:
+        return str(locations[0])
+    if spec is not None and spec.origin:
+        return os.path.dirname(spec.origin)
+    return os.getcwd()
+
+
+def _child_argv(ctx: click.Context, drop: tuple[str, ...] = ("processes", "name", "watch")) -> list[str]:
+    """The same ``work`` command without the ``drop`` options (by default ``--processes`` and
+    ``--name``: each supervised child gets its own name)."""
     argv = ["work"]
     app = ctx.meta.get("eventbus.app")
     if app:
         argv += ["--app", app]
     for key, value in ctx.params.items():
-        if key in ("processes", "name") or value in (None, False, ""):
+        if key in drop or value in (None, False, "") or (key == "processes" and value == 1):
             continue
         if key == "connection_name":
             argv.insert(1, value)
