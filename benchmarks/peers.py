@@ -121,6 +121,8 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--idle-wait", type=float, default=120.0, help="seconds to wait for an idle machine")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one peer's run")
     parser.add_argument("--json", type=pathlib.Path, help="also write every run's figures here")
+    parser.add_argument("--report", type=pathlib.Path, metavar="JSON",
+                        help="print the table of a run saved with --json, measuring nothing")
     args = parser.parse_args()
     args.metrics = [m for m in args.metrics.split(",") if m]
     if unknown := set(args.metrics) - set(METRICS):
@@ -131,6 +133,15 @@ def parse() -> argparse.Namespace:
 def main() -> None:
     args = parse()
     specs = select(args.only)
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        for key in ("jobs", "repeat", "processes"):
+            setattr(args, key, int(saved["args"][key]))
+        args.metrics = [m for m in METRICS if m in saved["args"]["metrics"]]
+        specs = [s for s in specs if s.name in saved["runs"]]
+        report(specs, {s.name: table.Summary(s, saved["runs"][s.name]) for s in specs}, args,
+               saved.get("date", ""))
+        return
     pythons = environments(specs, args)
     with contextlib.ExitStack() as stack:
         if args.redis_url is None:
@@ -138,9 +149,11 @@ def main() -> None:
             log(f"private Redis at {args.redis_url}")
         runs = measure_all(specs, pythons, args)
     summaries = {spec.name: table.Summary(spec, runs[spec.name]) for spec in specs}
-    report(specs, summaries, args)
+    today = str(datetime.date.today())
+    report(specs, summaries, args, today)
     if args.json:
-        args.json.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "runs": runs}, indent=1))
+        args.json.write_text(json.dumps({"date": today, "args": {k: str(v) for k, v in vars(args).items()},
+                                         "runs": runs}, indent=1))
 
 
 def measure_all(specs: list[PeerSpec], pythons: dict[str, pathlib.Path | str],
@@ -167,9 +180,10 @@ def measure_all(specs: list[PeerSpec], pythons: dict[str, pathlib.Path | str],
     return runs
 
 
-def report(specs: list[PeerSpec], summaries: dict[str, table.Summary], args: argparse.Namespace) -> None:
+def report(specs: list[PeerSpec], summaries: dict[str, table.Summary], args: argparse.Namespace,
+           date: str) -> None:
     servers = sorted({s.server for s in summaries.values() if s.server})
-    print(f"{datetime.date.today()}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+    print(f"{date}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
           f"{', '.join(servers)} on loopback; {args.jobs:,} jobs, medians of {args.repeat}; "
           f"ratio = peer / eventbus")
     for backend, job in (("redis", "one INCR"), ("postgres", "one UPDATE")):
