@@ -140,7 +140,7 @@ def main() -> None:
         args.metrics = [m for m in METRICS if m in saved["args"]["metrics"]]
         specs = [s for s in specs if s.name in saved["runs"]]
         report(specs, {s.name: table.Summary(s, saved["runs"][s.name]) for s in specs}, args,
-               saved.get("date", ""))
+               saved.get("date") or "undated run")
         return
     pythons = environments(specs, args)
     with contextlib.ExitStack() as stack:
