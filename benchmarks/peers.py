@@ -1,90 +1,201 @@
-"""eventbus against RQ and Dramatiq on the same Redis, same machine, same no-op job.
+"""eventbus side by side with Huey, Dramatiq, RQ, Celery and arq on Redis, and with procrastinate
+and PgQueuer on PostgreSQL: the same job, the same server, the same machine, in one run.
 
-    pip install rq dramatiq && python benchmarks/peers.py [--jobs 10000]
+    python benchmarks/peers.py                      # everything: 10,000 jobs, medians of 3
+    python benchmarks/peers.py --only redis --jobs 2000 --repeat 1
+    python benchmarks/peers.py --only eventbus,huey --metrics dispatch,drain
 
-Each library enqueues N jobs one by one, then one worker process drains them (RQ's SimpleWorker,
-which does not fork per job; Dramatiq with one process, one thread and with its default eight;
-eventbus work --stop-when-empty). Drain time includes starting the worker process. The peers are
-not dependencies of eventbus: install them to run this.
+The job is one INCR of a Redis counter (one UPDATE of a counter row for the PostgreSQL peers).
+Measured for each peer: dispatch with one call per job; its bulk API; drain of the queued jobs by
+two worker processes (rate from the first INCR to the last, so worker start is excluded; the rate
+including start is shown beside it); idle-worker latency p50/p99 from the enqueue call to the job
+running, one job at a time into one idle worker (Redis only). A bare redis-py EVALSHA loop is the
+floor for dispatch. Ratios are peer / eventbus: above 1 the peer is faster, or for latency slower.
+
+The peers are never project dependencies: each is installed with eventbus (``pip install -e`` of
+this tree) into its own throwaway venv under $EVENTBUS_BENCH_VENV (default ~/.cache/eventbus-bench),
+one venv per peer because their pins conflict. A peer that fails to install or run shows as
+"n/a (reason)". Before each run the machine is sampled; a run that starts on a busy machine is
+marked with ~. Redis: the script starts a private redis-server (no persistence) on a free loopback
+port, so that nothing else on the machine flushes or fills the benchmark's database; --redis-url
+uses a running server instead (that database is flushed between phases). PostgreSQL: each run
+creates its own database and drops it afterwards (--pg-url names the database to connect to for that).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime
+import json
 import os
+import pathlib
+import platform
 import subprocess
 import sys
 import time
+from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
 
-import redis  # noqa: E402
+from peer_harness import machine, redis_server, table, venvs  # noqa: E402
+from peer_jobs import PEERS, PeerSpec  # noqa: E402
 
-from _common import HERE, REDIS_URL, rate, start_workers, timed, worker_env  # noqa: E402
-
-PEER_URL = "redis://127.0.0.1:6379/12"
-
-
-def bench_eventbus(n: int) -> tuple[float, float]:
-    import eventbus
-    from bench_app import Noop
-
-    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
-    redis.Redis.from_url(REDIS_URL).flushdb()
-    enqueue = timed(lambda: [Noop().dispatch() for _ in range(n)])
-    env = worker_env("redis", None)
-    drain = timed(lambda: [w.wait() for w in start_workers(1, env, "--stop-when-empty")])
-    assert eventbus.connection().size() == 0
-    return enqueue, drain
+METRICS = ("dispatch", "bulk", "drain", "latency")
 
 
-def bench_rq(n: int) -> tuple[float, float]:
-    from rq import Queue
-
-    from peer_tasks import rq_noop
-
-    conn = redis.Redis.from_url(PEER_URL)
-    conn.flushdb()
-    q = Queue("bench", connection=conn)
-    enqueue = timed(lambda: [q.enqueue(rq_noop) for _ in range(n)])
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
-    drain = timed(lambda: subprocess.run(
-        ["rq", "worker", "--burst", "--worker-class", "rq.worker.SimpleWorker", "--url", PEER_URL,
-         "--quiet", "bench"], env=env, cwd=HERE, check=True, capture_output=True))
-    assert len(q) == 0
-    return enqueue, drain
+def select(only: str | None) -> list[PeerSpec]:
+    if not only:
+        return list(PEERS)
+    names = set(only.split(","))
+    chosen = [p for p in PEERS if p.name in names or p.backend in names]
+    unknown = names - {p.name for p in chosen} - {p.backend for p in chosen}
+    if unknown or not chosen:
+        sys.exit(f"--only: unknown {', '.join(sorted(unknown)) or only}; "
+                 f"known: redis, postgres, {', '.join(p.name for p in PEERS)}")
+    return chosen
 
 
-def bench_dramatiq(n: int, threads: int = 1) -> tuple[float, float]:
-    from peer_tasks import dramatiq_noop
+def environments(specs: list[PeerSpec], args: argparse.Namespace) -> dict[str, pathlib.Path | str]:
+    """The python of each needed environment, or why it could not be built."""
+    found: dict[str, pathlib.Path | str] = {}
+    for spec in specs:
+        if spec.env_name in found:
+            continue
+        log(f"environment {spec.env_name}: {', '.join(spec.requirements) or 'eventbus only'}")
+        try:
+            found[spec.env_name] = venvs.ensure(args.venvs, spec.env_name, spec.requirements, ROOT,
+                                                reinstall=args.reinstall)
+        except venvs.InstallError as exc:
+            found[spec.env_name] = str(exc)
+    return found
 
-    conn = redis.Redis.from_url(PEER_URL)
-    conn.flushdb()
-    enqueue = timed(lambda: [dramatiq_noop.send() for _ in range(n)])
-    env = {**os.environ, "PYTHONPATH": str(HERE)}
-    started = time.perf_counter()
-    proc = subprocess.Popen(["dramatiq", "peer_tasks", "--processes", "1", "--threads", str(threads)], env=env, cwd=HERE,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # Dramatiq has no burst mode: wait until its queue and in-flight set are empty.
-    while conn.llen("dramatiq:default") or conn.hlen("dramatiq:default.msgs"):
-        time.sleep(0.01)
-    drain = time.perf_counter() - started
-    proc.terminate()
-    proc.wait()
-    return enqueue, drain
+
+def run_once(spec: PeerSpec, python: pathlib.Path, args: argparse.Namespace) -> dict[str, Any]:
+    """One measuring subprocess in the peer's environment; its JSON, or a row of n/a."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("EVENTBUS_", "BENCH_"))}
+    env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT)])
+    command = [str(python), "-m", "peer_harness.measure", spec.name, "--jobs", str(args.jobs),
+               "--latency-jobs", str(args.latency_jobs), "--processes", str(args.processes),
+               "--metrics", ",".join(args.metrics), "--redis-url", args.redis_url, "--pg-url", args.pg_url]
+    try:
+        done = subprocess.run(command, cwd=HERE, env=env, capture_output=True, text=True, timeout=args.timeout)
+    except subprocess.TimeoutExpired:
+        return failed(spec, f"run took more than {args.timeout:.0f} s")
+    lines = done.stdout.strip().splitlines()
+    try:
+        return json.loads(lines[-1]) if lines else failed(spec, last_line(done.stderr))
+    except json.JSONDecodeError:
+        return failed(spec, last_line(done.stdout))
+
+
+def failed(spec: PeerSpec, reason: str) -> dict[str, Any]:
+    return {"peer": spec.name, "figures": {}, "errors": {"all": reason}}
+
+
+def last_line(text: str) -> str:
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    return lines[-1][:160] if lines else "no output"
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def parse() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--only", help="redis, postgres, or peer names, comma separated")
+    parser.add_argument("--jobs", type=int, default=10000)
+    parser.add_argument("--repeat", type=int, default=3, help="runs per peer; the table shows medians")
+    parser.add_argument("--metrics", default=",".join(METRICS), help="dispatch,bulk,drain,latency")
+    parser.add_argument("--latency-jobs", type=int, default=200)
+    parser.add_argument("--processes", type=int, default=2, help="worker processes for drain")
+    parser.add_argument("--redis-url", help="use this server's database (flushed between phases) "
+                        "instead of a private redis-server")
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--venvs", type=pathlib.Path, default=venvs.DEFAULT_ROOT)
+    parser.add_argument("--reinstall", action="store_true", help="rebuild the environments")
+    parser.add_argument("--idle-threshold", type=float, default=0.2, help="busy CPU fraction that counts as busy")
+    parser.add_argument("--idle-wait", type=float, default=120.0, help="seconds to wait for an idle machine")
+    parser.add_argument("--timeout", type=float, default=1800.0, help="seconds for one peer's run")
+    parser.add_argument("--json", type=pathlib.Path, help="also write every run's figures here")
+    parser.add_argument("--report", type=pathlib.Path, metavar="JSON",
+                        help="print the table of a run saved with --json, measuring nothing")
+    args = parser.parse_args()
+    args.metrics = [m for m in args.metrics.split(",") if m]
+    if unknown := set(args.metrics) - set(METRICS):
+        parser.error(f"--metrics: unknown {', '.join(sorted(unknown))}")
+    return args
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--jobs", type=int, default=10000)
-    args = parser.parse_args()
-    print(f"{args.jobs} no-op jobs, Redis on loopback, one worker process")
-    benches = (("eventbus", bench_eventbus), ("rq (SimpleWorker)", bench_rq),
-               ("dramatiq, 1 thread", bench_dramatiq),
-               ("dramatiq, 8 threads", lambda n: bench_dramatiq(n, threads=8)))
-    for name, bench in benches:
-        enqueue, drain = bench(args.jobs)  # type: ignore[operator]
-        print(f"{name:20} enqueue {rate(args.jobs, enqueue)}   drain {rate(args.jobs, drain)}")
+    args = parse()
+    specs = select(args.only)
+    if args.report:
+        saved = json.loads(args.report.read_text())
+        for key in ("jobs", "repeat", "processes"):
+            setattr(args, key, int(saved["args"][key]))
+        args.metrics = [m for m in METRICS if m in saved["args"]["metrics"]]
+        specs = [s for s in specs if s.name in saved["runs"]]
+        report(specs, {s.name: table.Summary(s, saved["runs"][s.name]) for s in specs}, args,
+               saved.get("date") or "undated run")
+        return
+    pythons = environments(specs, args)
+    with contextlib.ExitStack() as stack:
+        if args.redis_url is None:
+            args.redis_url = stack.enter_context(redis_server.private_redis())
+            log(f"private Redis at {args.redis_url}")
+        runs = measure_all(specs, pythons, args)
+    summaries = {spec.name: table.Summary(spec, runs[spec.name]) for spec in specs}
+    today = str(datetime.date.today())
+    report(specs, summaries, args, today)
+    if args.json:
+        args.json.write_text(json.dumps({"date": today, "args": {k: str(v) for k, v in vars(args).items()},
+                                         "runs": runs}, indent=1))
+
+
+def measure_all(specs: list[PeerSpec], pythons: dict[str, pathlib.Path | str],
+                args: argparse.Namespace) -> dict[str, list[dict[str, Any]]]:
+    """Every peer once a round, ``--repeat`` rounds (interleaved, so slow drifts hit all alike)."""
+    runs: dict[str, list[dict[str, Any]]] = {spec.name: [] for spec in specs}
+    for round_ in range(1, args.repeat + 1):
+        for spec in specs:
+            python = pythons[spec.env_name]
+            if isinstance(python, str):
+                runs[spec.name].append(failed(spec, python))
+                continue
+            sample = machine.wait_for_idle(threshold=args.idle_threshold, max_wait_s=args.idle_wait)
+            started, meter = time.monotonic(), machine.Meter()
+            result = run_once(spec, python, args)
+            others = meter.others()
+            contended = sample.contended or others >= args.idle_threshold
+            result.update(machine=f"before: {sample.describe()}; during: other work {others:.0%} of the CPUs",
+                          contended=contended)
+            runs[spec.name].append(result)
+            log(f"[{round_}/{args.repeat}] {spec.name}: {result['machine']}"
+                f"{' (contended)' if contended else ''}, {time.monotonic() - started:.0f} s"
+                + (f"; errors: {result['errors']}" if result.get("errors") else ""))
+    return runs
+
+
+def report(specs: list[PeerSpec], summaries: dict[str, table.Summary], args: argparse.Namespace,
+           date: str) -> None:
+    servers = sorted({s.server for s in summaries.values() if s.server})
+    print(f"{date}, {os.cpu_count()} CPUs, Python {platform.python_version()}, "
+          f"{', '.join(servers)} on loopback; {args.jobs:,} jobs, medians of {args.repeat}; "
+          f"ratio = peer / eventbus")
+    for backend, job in (("redis", "one INCR"), ("postgres", "one UPDATE")):
+        group = [summaries[s.name] for s in specs if s.backend == backend]
+        if group:
+            print(f"\n{'Redis' if backend == 'redis' else 'PostgreSQL'} (each job {job}):\n")
+            print(table.render(group, args.metrics, args.processes))
+            print()
+            print(table.notes(group))
+    if checks := table.targets(summaries):
+        print("\nTargets of issue 11, on these medians:\n")
+        print("\n".join(checks))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,34 @@
+"""The eventbus calls the benchmark makes, through the public API only."""
+
+from __future__ import annotations
+
+import importlib.metadata
+from collections.abc import Sequence
+
+import eventbus
+
+
+def dispatch_many(jobs: Sequence[eventbus.Job]) -> None:
+    """Push many jobs in one go: the one place that knows how eventbus does bulk today.
+
+    ``eventbus.dispatch_many(jobs)`` is taken when it exists; until then the connection's driver
+    method ``bulk(payloads)`` is the way, fed with payloads built as ``dispatch`` builds them.
+    """
+    public = getattr(eventbus, "dispatch_many", None)
+    if public is not None:
+        public(jobs)
+        return
+    from eventbus.jobs import make_payload
+
+    eventbus.connection().bulk([make_payload(job) for job in jobs])
+
+
+def version() -> str:
+    return importlib.metadata.version("eventbus")
+
+
+def worker_command(python: str, connection: str, app: str, processes: int, *, burst: bool) -> list[str]:
+    """``eventbus work`` with N processes; ``burst`` adds --stop-when-empty."""
+    command = [python, "-m", "eventbus", "work", connection, "--app", app, "--queue", "bench",
+               "--processes", str(processes), "--quiet"]
+    return command + (["--stop-when-empty"] if burst else [])

@@ -1,0 +1,25 @@
+"""The floor: a bare redis-py loop calling a one-line Lua push script per job (EVALSHA), no queue library.
+
+What one round trip per dispatched job costs on this machine with this client; a queue's
+one-call-per-job dispatch cannot beat it by much.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import json
+import uuid
+
+from peer_jobs._redis import RedisPeer
+
+PUSH = "return redis.call('RPUSH', KEYS[1], ARGV[1])"
+
+
+class Peer(RedisPeer):
+    def version(self) -> str:
+        return "redis-py " + importlib.metadata.version("redis")
+
+    def dispatch(self, n: int) -> None:
+        sha = self.redis.script_load(PUSH)
+        for _ in range(n):
+            self.redis.evalsha(sha, 1, "floor:queue", json.dumps({"uuid": uuid.uuid4().hex, "job": "incr"}))
