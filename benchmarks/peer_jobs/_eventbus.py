@@ -9,18 +9,8 @@ import eventbus
 
 
 def dispatch_many(jobs: Sequence[eventbus.Job]) -> None:
-    """Push many jobs in one go: the one place that knows how eventbus does bulk today.
-
-    ``eventbus.dispatch_many(jobs)`` is taken when it exists; until then the connection's driver
-    method ``bulk(payloads)`` is the way, fed with payloads built as ``dispatch`` builds them.
-    """
-    public = getattr(eventbus, "dispatch_many", None)
-    if public is not None:
-        public(jobs)
-        return
-    from eventbus.jobs import make_payload
-
-    eventbus.connection().bulk([make_payload(job) for job in jobs])
+    """Push many jobs in one go, through the public bulk API."""
+    eventbus.dispatch_many(jobs)
 
 
 def version() -> str:
