@@ -26,6 +26,7 @@ from eventbus.config import Settings, build_settings, refuse_unknown_settings
 from eventbus.failed import FailedJobStore, store_for
 from eventbus.queue.base import Queue
 from eventbus.queue.drivers import driver_class
+from eventbus.state.base import StateStore
 
 ConfigureHook = Callable[[Settings], None]
 ResetHook = Callable[[], None]
@@ -35,6 +36,7 @@ _lock = threading.RLock()
 _settings: Settings | None = None
 _queues: dict[str, Queue] = {}
 _failed: dict[str, FailedJobStore] = {}
+_states: dict[str, StateStore] = {}
 _configure_hooks: list[ConfigureHook] = []
 _reset_hooks: list[ResetHook] = []
 _migrate_hooks: list[MigrateHook] = []
@@ -102,6 +104,9 @@ def connection(name: str | None = None) -> Queue:
         return queue
 
 
+_queue_of = connection  # for state(), whose parameter is named ``connection``
+
+
 def connection_names(*, with_workers: bool = False) -> list[str]:
     """Every configured connection (only those that workers consume, with ``with_workers``)."""
     current = settings()
@@ -119,6 +124,16 @@ def failed_store() -> FailedJobStore:
         return store
 
 
+def state(connection: str | None = None) -> StateStore:
+    """The state store of the named (or default) connection (:mod:`eventbus.state`), built once."""
+    name = connection or settings().default
+    with _lock:
+        store = _states.get(name)
+        if store is None:
+            store = _states[name] = _queue_of(name).state_store()
+        return store
+
+
 def migrate() -> list[str]:
     """Create every table eventbus and its add-ons use; return one line per thing made ready."""
     lines = []
@@ -127,6 +142,10 @@ def migrate() -> list[str]:
         make_tables = getattr(queue, "migrate", None)
         if callable(make_tables):
             lines.append(f"{name}: {', '.join(make_tables())} ready")
+    for name in connection_names(with_workers=True):
+        make_state = getattr(state(name), "migrate", None)
+        if callable(make_state):
+            lines.append(f"{name}: state store {', '.join(make_state())} ready")
     make_failed = getattr(failed_store(), "migrate", None)
     if callable(make_failed):
         lines.append(f"failed job store: {', '.join(make_failed())} ready")
@@ -166,8 +185,12 @@ def on_migrate(hook: MigrateHook) -> MigrateHook:
 def _close_built() -> None:
     with _lock:
         queues, stores = list(_queues.values()), list(_failed.values())
+        states = list(_states.values())
         _queues.clear()
         _failed.clear()
+        _states.clear()
+    for store_ in states:
+        store_.close()
     for queue in queues:
         queue.close()
     for store in stores:

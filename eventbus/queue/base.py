@@ -22,6 +22,8 @@ from urllib.parse import urlsplit
 
 from eventbus.errors import ConfigurationError, DeserializationError
 from eventbus.payload import Payload, parse_document, uuid_of
+from eventbus.state.base import StateStore
+from eventbus.state.database import EMBEDDED_SQLITE_URL, SqlStateStore
 from eventbus.urls import redact_url
 
 log = logging.getLogger(__name__)
@@ -282,6 +284,11 @@ class Queue(abc.ABC):
 
     def close(self) -> None:
         """Release connections."""
+
+    def state_store(self) -> StateStore:
+        """A new state store for this connection (:mod:`eventbus.state`); drivers with a server
+        keep it there. Default: the embedded SQLite file, beside the default failed job store."""
+        return SqlStateStore(EMBEDDED_SQLITE_URL)
 
     # -- worker signals (``eventbus restart``, ``down``, ``up``) --------------------------------
     def signals(self) -> dict[str, float]:

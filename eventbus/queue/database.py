@@ -27,6 +27,7 @@ from eventbus.payload import Payload, attempts_of
 from eventbus.queue.base import Queue, QueueJob, QueueStats, delay_seconds, id_for, parse_signals
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates, worker_engine_for
+from eventbus.state.database import SqlStateStore
 
 NOTIFY_CHANNEL = "eventbus_jobs"
 RECLAIM_INTERVAL_S = 1.0
@@ -403,6 +404,10 @@ class DatabaseQueue(Queue):
         if self._sqlite_watch is not None:
             self._sqlite_watch.close()
             self._sqlite_watch = None
+
+    def state_store(self) -> SqlStateStore:
+        """State lives in this database, table ``eventbus_state``."""
+        return SqlStateStore(self.url)
 
     def _signal_name(self, name: str) -> str:
         """Signals are keyed by the jobs table, so apps sharing a database keep their own."""

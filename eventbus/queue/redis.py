@@ -32,6 +32,7 @@ from redis.retry import Retry
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.payload import Payload, attempts_of, pushed_at_of
 from eventbus.queue.base import Queue, QueueJob, QueueStats, delay_seconds, id_for, parse_signals
+from eventbus.state.redis import RedisStateStore
 from eventbus.urls import redact_url
 
 T = TypeVar("T")
@@ -280,6 +281,10 @@ class RedisQueue(Queue):
 
     def close(self) -> None:
         self.redis.close()
+
+    def state_store(self) -> RedisStateStore:
+        """State keys live beside the queues: ``{prefix}state:...`` on this client."""
+        return RedisStateStore(self.redis, self.prefix, name=self.connection_name)
 
     @property
     def signal_key(self) -> str:
