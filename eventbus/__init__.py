@@ -30,6 +30,7 @@ from eventbus.events import (
     Event,
     JobExceptionOccurred,
     JobFailed,
+    JobNotQueuedAsDuplicate,
     JobProcessed,
     JobProcessing,
     JobQueued,
@@ -39,7 +40,8 @@ from eventbus.events import (
 )
 from eventbus.handler import CallQueuedHandler, register_handler
 from eventbus.jobs import Job
-from eventbus.middleware import Middleware, Skip
+from eventbus.limits import rate_limit
+from eventbus.middleware import Middleware, RateLimited, Skip, ThrottlesExceptions, WithoutOverlapping
 from eventbus.payload import Payload
 from eventbus.queue.base import Queue, QueueJob
 from eventbus.queue.drivers import register_driver
@@ -60,6 +62,7 @@ __all__ = [
     "Job",
     "JobExceptionOccurred",
     "JobFailed",
+    "JobNotQueuedAsDuplicate",
     "JobProcessed",
     "JobProcessing",
     "JobQueued",
@@ -74,9 +77,12 @@ __all__ = [
     "Payload",
     "Queue",
     "QueueJob",
+    "RateLimited",
     "SerializationError",
     "Skip",
+    "ThrottlesExceptions",
     "UnsafePayloadError",
+    "WithoutOverlapping",
     "Worker",
     "WorkerConfigurationError",
     "WorkerOptions",
@@ -100,6 +106,7 @@ __all__ = [
     "failed_store",
     "forget",
     "listen",
+    "rate_limit",
     "register_driver",
     "register_handler",
     "register_model",

@@ -20,17 +20,17 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from eventbus import encryption, registry, serializer
+from eventbus import encryption, registry, serializer, unique
 from eventbus.backoff import Exponential
 from eventbus.errors import SerializationError
 from eventbus.event_bus import bus
-from eventbus.events import JobQueued
+from eventbus.events import JobNotQueuedAsDuplicate, JobQueued
 from eventbus.payload import Payload
 from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, delay_seconds
 from eventbus.runtime import connection as get_connection
 from eventbus.runtime import settings
-from eventbus.transactions import defer_if_in_transaction
+from eventbus.transactions import defer_if_in_transaction, in_after_commit_block
 
 # -- payload building ---------------------------------------------------------------------------
 
@@ -79,7 +79,8 @@ def command_name(command: Any) -> str:
 
 
 def make_payload(command: Any, *, display_name: str | None = None,
-                 chained: list[dict[str, Any]] | None = None) -> Payload:
+                 chained: list[dict[str, Any]] | None = None,
+                 unique: dict[str, Any] | None = None) -> Payload:
     """Build the JSON payload for ``command`` from its state and options."""
     name = command_name(command)
     state = serializer.object_state(command)
@@ -100,6 +101,7 @@ def make_payload(command: Any, *, display_name: str | None = None,
         retry_until=_retry_until_timestamp(getattr(command, "retry_until", None)),
         fail_on_timeout=bool(option(command, "fail_on_timeout", False)),
         chained=chained or list(getattr(command, "_chained", None) or []),
+        unique=unique,
     )
     return payload.signed(key) if key else payload
 
@@ -237,32 +239,50 @@ def dispatch_next_in_chain(chained: list[dict[str, Any]]) -> None:
 # -- the public verbs ---------------------------------------------------------------------------
 
 def dispatch(job: Any, *, queue: str | None = None, delay: Delay | None = None,
-             connection: str | None = None, after_commit: bool | None = None) -> str:
+             connection: str | None = None, after_commit: bool | None = None) -> str | None:
     """Push ``job`` to its connection and queue (arguments win over its class options).
 
-    Returns the job's uuid. On the ``sync`` connection the job runs before this returns. With
-    ``after_commit`` (or the job's own ``after_commit = True``) a push made inside an
-    ``eventbus.after_commit()`` block waits for the block to end without an exception.
+    Returns the job's uuid, or None when the job is unique (``unique = True``) and another one
+    like it is still waiting or running (``JobNotQueuedAsDuplicate`` is emitted). On the
+    ``sync`` connection the job runs before this returns. With ``after_commit`` (or the job's
+    own ``after_commit = True``) a push made inside an ``eventbus.after_commit()`` block waits
+    for the block to end without an exception (a unique job's lock is then taken at that time).
     """
     destination = Destination.of(job, queue=queue, delay=delay, connection=connection)
-    payload = make_payload(job)
-    if holds_until_commit(job, after_commit):
-        defer_if_in_transaction(lambda: push_payload(payload, destination, job))
-    else:
-        push_payload(payload, destination, job)
-    return payload.uuid
+    lock = unique.lock_for(job, command_name(job), destination.connection)
+    payload = make_payload(job, unique=lock)
+    if holds_until_commit(job, after_commit) and in_after_commit_block():
+        defer_if_in_transaction(lambda: push_unique(payload, destination, job))
+        return payload.uuid
+    return push_unique(payload, destination, job)
+
+
+def push_unique(payload: Payload, destination: Destination, command: Any) -> str | None:
+    """Push, first taking the payload's unique lock if it has one; None when it is taken."""
+    if payload.unique is not None and not push_interceptors and not unique.acquire(command, payload):
+        bus.emit(JobNotQueuedAsDuplicate(destination.connection, destination.queue,
+                                         payload.display_name, payload.unique["key"],
+                                         unique.holder(payload.unique)))
+        return None
+    try:
+        return push_payload(payload, destination, command)
+    except BaseException:
+        unique.release(payload.unique, payload.uuid)
+        raise
 
 
 def dispatch_many(jobs: Iterable[Any], *, queue: str | None = None, connection: str | None = None,
                   after_commit: bool | None = None) -> list[str]:
-    """Push many jobs in one round trip per connection and queue; return their uuids in order.
+    """Push many jobs in one round trip per connection and queue; return their uuids in order
+    (a unique job that was dropped as a duplicate has none).
 
     Each job keeps its own options (its own queue and connection win unless given here, its own
     delay); the arguments apply as they would to :func:`dispatch`.
     """
     with bulk_pushes():
-        return [dispatch(job, queue=queue, connection=connection, after_commit=after_commit)
-                for job in jobs]
+        return [uuid for uuid in (dispatch(job, queue=queue, connection=connection,
+                                           after_commit=after_commit) for job in jobs)
+                if uuid is not None]
 
 
 def emit_many(events: Iterable[Any]) -> list[list[Any]]:
@@ -307,7 +327,7 @@ class PendingChain:
         self.jobs = list(jobs)
 
     def dispatch(self, *, queue: str | None = None, connection: str | None = None,
-                 after_commit: bool | None = None) -> str:
+                 after_commit: bool | None = None) -> str | None:
         """Push the first job, carrying the others. The chain's ``queue``/``connection`` apply
         only to steps that name none of their own (Laravel's PendingChain)."""
         rest = []
@@ -315,13 +335,13 @@ class PendingChain:
             rest.append({"destination": self._destination(job, queue, connection).to_dict(),
                          "payload": make_payload(job).to_dict()})
         first = self.jobs[0]
-        payload = make_payload(first, chained=rest)
         destination = self._destination(first, queue, connection)
-        if holds_until_commit(first, after_commit):
-            defer_if_in_transaction(lambda: push_payload(payload, destination, first))
-        else:
-            push_payload(payload, destination, first)
-        return payload.uuid
+        lock = unique.lock_for(first, command_name(first), destination.connection)
+        payload = make_payload(first, chained=rest, unique=lock)
+        if holds_until_commit(first, after_commit) and in_after_commit_block():
+            defer_if_in_transaction(lambda: push_unique(payload, destination, first))
+            return payload.uuid
+        return push_unique(payload, destination, first)
 
     @staticmethod
     def _destination(job: Any, queue: str | None, connection: str | None) -> Destination:

@@ -36,6 +36,17 @@ class JobQueued(Event):
 
 
 @dataclasses.dataclass
+class JobNotQueuedAsDuplicate(Event):
+    """A unique job was not pushed: another job holds its lock (``dispatch`` returned None)."""
+
+    connection_name: str
+    queue: str | None
+    display_name: str
+    unique_key: str
+    held_by: str | None = None
+
+
+@dataclasses.dataclass
 class JobProcessing(Event):
     """A worker reserved a job and is about to run it."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from eventbus import aio, encryption, registry, serializer
+from eventbus import aio, encryption, registry, serializer, unique
 from eventbus.errors import UnsafePayloadError
 from eventbus.middleware.pipeline import middleware_for, run_through
 from eventbus.payload import HANDLER_NAME, Payload, verify
@@ -28,10 +28,17 @@ class CallQueuedHandler:
     def call(self, job: QueueJob, data: dict[str, Any]) -> None:
         command = self.resolve_command(data)
         command._queue_job = job
+        lock = job.payload().unique
+        if lock is not None and lock["untilProcessing"]:
+            unique.release(lock, job.uuid)  # another one may be queued while this one runs
         run_through(command, middleware_for(command, settings().middleware), run_command)
+        if lock is not None and not job.released:
+            unique.release(lock, job.uuid)
 
     def failed(self, data: dict[str, Any], exc: BaseException, job: QueueJob | None = None) -> None:
-        """Call the command's ``failed(exc)`` hook, if it has one."""
+        """Release a unique job's lock, then call the command's ``failed(exc)`` hook, if it has one."""
+        if job is not None:
+            unique.release(job.payload().unique, job.uuid)
         command = self.resolve_command(data)
         command._queue_job = job
         hook = getattr(command, "failed", None)

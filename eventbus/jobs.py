@@ -33,10 +33,14 @@ class InteractsWithQueue:
     def job_uuid(self) -> str | None:
         return self._queue_job.uuid if self._queue_job is not None else None
 
-    def release(self, delay: Delay | None = 0) -> None:
-        """Put the job back on its queue, to run again after ``delay``."""
+    def release(self, delay: Delay | None = 0, *, counts_attempt: bool = True) -> None:
+        """Put the job back on its queue, to run again after ``delay``.
+
+        ``counts_attempt=False`` gives back this attempt (the job did not really run: a limit or
+        a lock said "not now"), so it does not use up one of its tries.
+        """
         if self._queue_job is not None:
-            self._queue_job.release(delay)
+            self._queue_job.release(delay, counts_attempt=counts_attempt)
 
     def delete(self) -> None:
         """Remove the job from its queue without running it again."""
@@ -66,6 +70,11 @@ class Job(InteractsWithQueue):
     delete_when_missing_models: ClassVar[bool] = False
     encrypted: ClassVar[bool] = False
     after_commit: ClassVar[bool] = False
+    #: Laravel's ShouldBeUnique: drop a dispatch while a job with the same unique_id() waits or runs.
+    unique: ClassVar[bool] = False
+    unique_for: ClassVar[float | None] = None
+    unique_via: ClassVar[str | None] = None
+    unique_until_processing: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -79,7 +88,7 @@ class Job(InteractsWithQueue):
         """Called once when the job has failed for good. Override to clean up or alert."""
 
     def dispatch(self, *, queue: str | None = None, delay: Delay | None = None,
-                 connection: str | None = None, after_commit: bool | None = None) -> str:
+                 connection: str | None = None, after_commit: bool | None = None) -> str | None:
         """Push this job; same as ``eventbus.dispatch(self, ...)``."""
         return dispatch(self, queue=queue, delay=delay, connection=connection,
                         after_commit=after_commit)

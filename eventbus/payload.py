@@ -118,6 +118,18 @@ class _Envelope:
             raise self._refuse(name, value, "true or false")
         return value
 
+    def unique(self) -> dict[str, Any] | None:
+        value = self.doc.get("unique")
+        if value is None:
+            return None
+        lock = self.mapping("unique", value)
+        self.text("unique.key", lock.get("key"))
+        if lock.get("via") is not None:
+            self.text("unique.via", lock.get("via"))
+        if not isinstance(lock.get("untilProcessing", False), bool):
+            raise self._refuse("unique.untilProcessing", lock.get("untilProcessing"), "true or false")
+        return {"key": lock["key"], "via": lock.get("via"), "untilProcessing": lock.get("untilProcessing", False)}
+
     def backoff(self) -> list[float] | None:
         value = self.doc.get("backoff")
         if value is None:
@@ -152,6 +164,10 @@ class Payload:
     attempts: int = 0
     pushed_at: float = dataclasses.field(default_factory=time.time)
     chained: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: The unique-job lock this job holds: ``{"key", "via", "untilProcessing"}``.
+    unique: dict[str, Any] | None = None
+    #: The batch this job belongs to.
+    batch_id: str | None = None
     signature: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -173,6 +189,10 @@ class Payload:
             "pushedAt": self.pushed_at,
             "version": FORMAT_VERSION,
         }
+        if self.unique is not None:
+            doc["unique"] = self.unique
+        if self.batch_id is not None:
+            doc["batchId"] = self.batch_id
         if self.signature is not None:
             doc["signature"] = self.signature
         return doc
@@ -215,6 +235,8 @@ class Payload:
             fail_on_timeout=fields.flag("failOnTimeout"),
             attempts=fields.count("attempts", optional=False) or 0,
             pushed_at=fields.timestamp("pushedAt") or 0.0,
+            unique=fields.unique(),
+            batch_id=fields.optional_text("batchId"),
             signature=fields.optional_text("signature"),
         )
 

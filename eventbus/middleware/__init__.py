@@ -13,7 +13,11 @@ goes on. A job lists its own middleware in ``middleware()``, which runs in the w
 Middleware for every job comes from ``configure(middleware=[...])`` and runs outermost.
 """
 
+from eventbus.middleware.limited import RateLimited
+from eventbus.middleware.overlapping import WithoutOverlapping
 from eventbus.middleware.pipeline import Middleware, middleware_for, run_through
 from eventbus.middleware.skip import Skip
+from eventbus.middleware.throttling import ThrottlesExceptions
 
-__all__ = ["Middleware", "Skip", "middleware_for", "run_through"]
+__all__ = ["Middleware", "RateLimited", "Skip", "ThrottlesExceptions", "WithoutOverlapping",
+           "middleware_for", "run_through"]

@@ -119,9 +119,15 @@ class QueueJob:
         self.deleted = self.queue.delete_reserved(self)
         return self.deleted
 
-    def release(self, delay: Delay | None = 0) -> bool:
-        """Put the job back, available after ``delay``. False if the reservation was lost."""
+    def release(self, delay: Delay | None = 0, *, counts_attempt: bool = True) -> bool:
+        """Put the job back, available after ``delay``. False if the reservation was lost.
+
+        With ``counts_attempt=False`` (a rate limit or a lock said "not now", the job never ran)
+        the attempt this pop counted is given back, so it does not use up a try.
+        """
         self.released = self.queue.release_reserved(self, delay_seconds(delay))
+        if self.released and not counts_attempt:
+            self.queue.uncount_attempt(self)
         return self.released
 
     def fail(self, exc: BaseException) -> None:
@@ -249,6 +255,13 @@ class Queue(abc.ABC):
 
     @abc.abstractmethod
     def release_reserved(self, job: QueueJob, delay: float) -> bool: ...
+
+    def uncount_attempt(self, job: QueueJob) -> None:
+        """Give back the attempt a pop counted for a job released without running.
+
+        Drivers that keep the count (Redis, SQL) lower it by one; the default keeps it, so on
+        such a driver a release without running uses up a try like any other.
+        """
 
     # -- inspection --------------------------------------------------------------------------
     @abc.abstractmethod

@@ -231,6 +231,16 @@ class DatabaseQueue(Queue):
 
         return self._fenced("release", run)
 
+    def uncount_attempt(self, job: QueueJob) -> None:
+        j = self.jobs.c
+
+        def run() -> None:
+            with self.worker_engine.begin() as conn:
+                conn.execute(sa.update(self.jobs).where(j.id == int(job.job_id), j.attempts > 0)
+                             .values(attempts=j.attempts - 1))
+
+        self._guard("uncount attempt", run)
+
     def _fenced(self, action: str, fn: Any) -> bool:
         """Delete and release are fenced by the token, so one retry on a dropped connection is safe."""
         try:

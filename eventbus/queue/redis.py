@@ -104,7 +104,7 @@ class RedisQueue(Queue):
         self._scripts = {
             name: load_script(self.redis, name)
             for name in ("push", "push_many", "pop", "delete", "release", "clear", "peek", "next_due",
-                         "count_exception")
+                         "count_exception", "uncount")
         }
 
     # -- keys ---------------------------------------------------------------------------------
@@ -218,6 +218,10 @@ class RedisQueue(Queue):
         keys[2] = self.key(job.queue_name)
         return bool(self._idempotent("release", lambda: self._scripts["release"](
             keys=keys, args=[job.job_id, job.token, f"{delay:.6f}"])))
+
+    def uncount_attempt(self, job: QueueJob) -> None:
+        keys = [self.key(job.queue_name, "attempts")]
+        self._call("uncount attempt", lambda: self._scripts["uncount"](keys=keys, args=[job.job_id]))
 
     # -- inspection ---------------------------------------------------------------------------
     def size(self, queue: str | None = None) -> int:

@@ -1,0 +1,162 @@
+"""Rate limits, overlap locks, exception throttling and unique jobs, with two real workers
+contending, on Redis, SQLite and PostgreSQL (their locks and counters in the state store)."""
+
+from __future__ import annotations
+
+import collections
+import os
+import pathlib
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+import eventbus
+from helpers import PG_URL, REDIS_URL, ROOT, TESTS, database_reason, wait_for
+
+pytestmark = pytest.mark.integration
+
+BACKENDS = ["redis", "sqlite", "postgres"]
+
+
+class Backend:
+    def __init__(self, driver: str, url: str, log: pathlib.Path) -> None:
+        self.driver, self.url, self.log = driver, url, log
+        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("EVENTBUS_")},
+                    "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}", "TOOLBOX_DRIVER": driver,
+                    "TOOLBOX_URL": url, "TOOLBOX_LOG": str(log), "PYTHONUNBUFFERED": "1"}
+        self.workers: list[subprocess.Popen[str]] = []
+
+    def start_workers(self, count: int = 2, *args: str) -> None:
+        for _ in range(count):
+            self.workers.append(subprocess.Popen(
+                [sys.executable, "-m", "eventbus", "work", "--app", "apps.toolbox", "--sleep", "0.1",
+                 "--quiet", "--memory", "0", "--timeout", "10", *args], env=self.env, start_new_session=True,
+                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+
+    def stop(self) -> None:
+        for w in self.workers:
+            if w.poll() is None:
+                os.killpg(w.pid, 9)
+            w.wait()
+
+    def lines(self, kind: str) -> list[list[str]]:
+        if not self.log.exists():
+            return []
+        return [line.split()[1:] for line in self.log.read_text().splitlines() if line.split()[0] == kind]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path,
+            monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
+    kind = request.param
+    if kind == "redis":
+        request.getfixturevalue("redis_client")
+        driver, url = "redis", REDIS_URL
+    elif kind == "sqlite":
+        driver, url = "database", f"sqlite:///{tmp_path}/toolbox.sqlite3"
+    else:
+        reason = database_reason(PG_URL)
+        if reason:
+            pytest.skip(reason)
+        driver, url = "database", PG_URL
+        engine = sa.create_engine(PG_URL)
+        with engine.begin() as conn:
+            for table in ("jobs", "eventbus_state", "failed_jobs"):
+                conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+        engine.dispose()
+    made = Backend(driver, url, tmp_path / "toolbox.log")
+    for key, value in made.env.items():
+        if key.startswith("TOOLBOX_"):
+            monkeypatch.setenv(key, value)
+    conn = {"driver": driver, "url": url, "retry_after": 30}
+    eventbus.configure(default="toolbox", connections={"toolbox": conn})
+    import apps.toolbox  # noqa: F401  (its jobs and its rate limit)
+
+    eventbus.rate_limit("toolbox-per-second", per_second=2)
+    yield made
+    made.stop()
+
+
+def test_a_rate_limit_holds_across_two_workers_and_costs_no_tries(backend: Backend) -> None:
+    from apps.toolbox import Limited
+
+    eventbus.dispatch_many([Limited(n) for n in range(8)])
+    backend.start_workers(2)
+    wait_for(lambda: len(backend.lines("limited")) == 8, timeout=60)
+    starts = sorted(float(fields[-1]) for fields in backend.lines("limited"))
+    per_second = collections.Counter(int(t) for t in starts)
+    assert max(per_second.values()) <= 2, per_second  # never more than the limit in one window
+    assert eventbus.failed_store().all() == []  # tries = 1, yet limit releases failed nothing
+    assert {int(f[1]) for f in backend.lines("limited")} == {1}  # every run was attempt 1
+
+
+def test_without_overlapping_never_runs_two_at_once_across_workers(backend: Backend) -> None:
+    from apps.toolbox import Exclusive
+
+    eventbus.dispatch_many([Exclusive(n, "account-7") for n in range(4)])
+    backend.start_workers(2)
+    wait_for(lambda: len(backend.lines("end")) == 4, timeout=60)
+    events = sorted([(float(f[-1]), "start") for f in backend.lines("start")] +
+                    [(float(f[-1]), "end") for f in backend.lines("end")])
+    running = peak = 0
+    for _, kind in events:
+        running += 1 if kind == "start" else -1
+        peak = max(peak, running)
+    assert peak == 1
+    assert eventbus.failed_store().all() == []
+
+
+def test_throttled_exceptions_open_the_circuit(backend: Backend) -> None:
+    from apps.toolbox import Unstable
+
+    broken = pathlib.Path(str(backend.log) + ".broken")
+    broken.touch()
+    eventbus.dispatch_many([Unstable(n) for n in range(6)])
+    backend.start_workers(2)
+    wait_for(lambda: len(backend.lines("unstable")) >= 3, timeout=30)
+    time.sleep(1.0)
+    assert len(backend.lines("unstable")) <= 4  # the circuit opened after 3 exceptions
+    broken.unlink()
+    wait_for(lambda: eventbus.connection().size() == 0, timeout=60)
+    assert eventbus.failed_store().all() == []
+
+
+def test_a_unique_job_is_queued_once_while_it_waits_or_runs(backend: Backend) -> None:
+    from apps.toolbox import Reindex
+
+    dropped: list[eventbus.JobNotQueuedAsDuplicate] = []
+    eventbus.listen(eventbus.JobNotQueuedAsDuplicate, dropped.append)
+    first = Reindex(7, seconds=1.0).dispatch()
+    assert first is not None
+    assert Reindex(7).dispatch() is None  # waiting: dropped
+    assert Reindex(8).dispatch() is not None  # another shop: its own lock
+    assert dropped[0].unique_key == f"unique:{Reindex.__module__}.Reindex:7" and dropped[0].held_by == first
+    backend.start_workers(2)
+    wait_for(lambda: any(f[0] == "7" for f in backend.lines("reindex-start")), timeout=30)
+    assert Reindex(7).dispatch() is None  # running: still dropped
+    wait_for(lambda: any(f[0] == "7" for f in backend.lines("reindex-end")), timeout=30)
+    wait_for(lambda: Reindex(7).dispatch() is not None, timeout=10)  # done: the lock is gone
+
+
+def test_two_processes_dispatching_the_same_unique_job_queue_it_once(backend: Backend) -> None:
+    script = ("import sys, eventbus, apps.toolbox as t; "
+              "print(t.Reindex(9).dispatch() is not None)")
+    runs = [subprocess.Popen([sys.executable, "-c", script], env=backend.env, stdout=subprocess.PIPE,
+                             text=True) for _ in range(4)]
+    outcomes = [r.communicate(timeout=60)[0].strip() for r in runs]
+    assert sorted(outcomes) == ["False", "False", "False", "True"]
+    assert eventbus.connection().size() == 1
+
+
+def test_unique_until_processing_frees_the_lock_when_the_job_starts(backend: Backend) -> None:
+    from apps.toolbox import ReindexUntilProcessing
+
+    assert ReindexUntilProcessing(3, seconds=1.0).dispatch() is not None
+    assert ReindexUntilProcessing(3).dispatch() is None
+    backend.start_workers(1)
+    wait_for(lambda: backend.lines("reindex-start") != [], timeout=30)
+    assert ReindexUntilProcessing(3).dispatch() is not None  # running: another may wait behind it
