@@ -30,6 +30,10 @@ class Notification:
     backoff: ClassVar[Any] = None
     timeout: ClassVar[float | None] = None
     after_commit: ClassVar[bool] = False
+    #: A rate limiter per channel, e.g. ``{"mail": "mails"}`` after
+    #: ``eventbus.rate_limit("mails", per_second=10)``: queued deliveries on that channel keep to
+    #: it across every worker.
+    rate_limits: ClassVar[dict[str, str]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)

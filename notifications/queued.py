@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from notifications._core import InteractsWithQueue, serializable
+from notifications._core import InteractsWithQueue, RateLimited, serializable
 from notifications.delivery import deliver
 from notifications.errors import DeliveryError
 
@@ -46,9 +46,14 @@ class SendQueuedNotifications(InteractsWithQueue):
         return getattr(self.notification, "max_exceptions", None)
 
     def middleware(self) -> list[Any]:
-        """The notification's job middleware for this channel: ``middleware(notifiable, channel)``."""
+        """The channel's rate limit (``rate_limits = {"mail": "mails"}`` on the notification names
+        a limiter defined with ``eventbus.rate_limit``), then the notification's own
+        ``middleware(notifiable, channel)``."""
+        limits = getattr(self.notification, "rate_limits", None) or {}
+        limiter = limits.get(self.channel) if isinstance(limits, dict) else None
         own = getattr(self.notification, "middleware", None)
-        return list(own(self.notifiable, self.channel)) if callable(own) else []
+        return ([RateLimited(limiter)] if limiter else []) + \
+            (list(own(self.notifiable, self.channel)) if callable(own) else [])
 
     async def handle(self) -> None:
         try:

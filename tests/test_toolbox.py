@@ -74,7 +74,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path,
             monkeypatch.setenv(key, value)
     conn = {"driver": driver, "url": url, "retry_after": 30}
     eventbus.configure(default="toolbox", connections={"toolbox": conn})
-    import apps.toolbox  # noqa: F401  (its jobs and its rate limit)
+    import apps.toolbox  # noqa: F401  # its jobs and its rate limit
 
     eventbus.rate_limit("toolbox-per-second", per_second=2)
     yield made
@@ -160,3 +160,42 @@ def test_unique_until_processing_frees_the_lock_when_the_job_starts(backend: Bac
     backend.start_workers(1)
     wait_for(lambda: backend.lines("reindex-start") != [], timeout=30)
     assert ReindexUntilProcessing(3).dispatch() is not None  # running: another may wait behind it
+
+
+def test_a_notification_channel_keeps_to_its_rate_limit(redis_client: object, tmp_path: pathlib.Path) -> None:
+    from typing import Any
+
+    from eventbus import Worker, WorkerOptions
+    from notifications import Notifiable, Notification, channels
+
+    @eventbus.serializable
+    class Customer(Notifiable):
+        def __init__(self, id: int) -> None:
+            self.id = id
+
+    sent: list[float] = []
+
+    class Recorder:
+        def send(self, notifiable: Any, notification: Any) -> None:
+            sent.append(time.time())
+
+    class Promo(Notification):
+        queued = True
+        rate_limits = {"recorder": "promos"}
+
+        def via(self, notifiable: Any) -> list[str]:
+            return ["recorder"]
+
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    eventbus.rate_limit("promos", per_second=3)
+    channels.register_channel("recorder", Recorder())
+    from notifications import notify
+
+    notify([Customer(n) for n in range(7)], Promo())
+    deadline = time.monotonic() + 20
+    while len(sent) < 7 and time.monotonic() < deadline:
+        Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0)).run()
+        time.sleep(0.1)
+    assert len(sent) == 7
+    per_second = collections.Counter(int(t) for t in sent)
+    assert max(per_second.values()) <= 3, per_second
