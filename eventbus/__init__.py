@@ -1,9 +1,11 @@
 """eventbus: events, queued listeners, jobs and notifications on a reliable job queue."""
 
 from eventbus.backoff import exponential
+from eventbus.batches import Batch, PendingBatch, SkipIfBatchCancelled, batch
+from eventbus.batches import find as find_batch
+from eventbus.chains import PendingChain, chain
 from eventbus.dispatching import (
     bulk_pushes,
-    chain,
     dispatch,
     dispatch_if,
     dispatch_many,
@@ -52,6 +54,7 @@ from eventbus.transactions import after_commit
 from eventbus.worker import Worker, WorkerOptions
 
 __all__ = [
+    "Batch",
     "CallQueuedHandler",
     "ConfigurationError",
     "ConnectionUnavailableError",
@@ -75,11 +78,14 @@ __all__ = [
     "MissingDependencyError",
     "ModelNotFoundError",
     "Payload",
+    "PendingBatch",
+    "PendingChain",
     "Queue",
     "QueueJob",
     "RateLimited",
     "SerializationError",
     "Skip",
+    "SkipIfBatchCancelled",
     "ThrottlesExceptions",
     "UnsafePayloadError",
     "WithoutOverlapping",
@@ -89,6 +95,7 @@ __all__ = [
     "WorkerStopping",
     "aemit",
     "after_commit",
+    "batch",
     "bulk_pushes",
     "bus",
     "chain",
@@ -104,6 +111,7 @@ __all__ = [
     "emit_until",
     "exponential",
     "failed_store",
+    "find_batch",
     "forget",
     "listen",
     "rate_limit",

@@ -17,17 +17,18 @@ import contextvars
 import dataclasses
 import datetime as dt
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from eventbus import encryption, registry, serializer, unique
 from eventbus.backoff import Exponential
-from eventbus.errors import SerializationError
+from eventbus.batch_store import BatchStore, Transitions, is_member, split_id
+from eventbus.errors import DeserializationError, SerializationError
 from eventbus.event_bus import bus
 from eventbus.events import JobNotQueuedAsDuplicate, JobQueued
 from eventbus.payload import Payload
 from eventbus.processing import run_sync_job
-from eventbus.queue.base import Delay, Queue, delay_seconds
+from eventbus.queue.base import Delay, Queue, QueueJob, delay_seconds
 from eventbus.runtime import connection as get_connection
 from eventbus.runtime import settings
 from eventbus.transactions import defer_if_in_transaction, in_after_commit_block
@@ -80,7 +81,9 @@ def command_name(command: Any) -> str:
 
 def make_payload(command: Any, *, display_name: str | None = None,
                  chained: list[dict[str, Any]] | None = None,
-                 unique: dict[str, Any] | None = None) -> Payload:
+                 unique: dict[str, Any] | None = None, batch_id: str | None = None,
+                 chain_catch: list[dict[str, Any]] | None = None,
+                 chain_finally: list[dict[str, Any]] | None = None) -> Payload:
     """Build the JSON payload for ``command`` from its state and options."""
     name = command_name(command)
     state = serializer.object_state(command)
@@ -102,6 +105,9 @@ def make_payload(command: Any, *, display_name: str | None = None,
         fail_on_timeout=bool(option(command, "fail_on_timeout", False)),
         chained=chained or list(getattr(command, "_chained", None) or []),
         unique=unique,
+        batch_id=batch_id,
+        chain_catch=list(chain_catch or []),
+        chain_finally=list(chain_finally or []),
     )
     return payload.signed(key) if key else payload
 
@@ -218,13 +224,6 @@ def push_raw(connection: str | None, raw: str, queue: str | None = None) -> str:
     return target.push_raw(raw, queue)
 
 
-def run_inline(queue: Queue, raw: str, queue_name: str | None) -> str:
-    """Run a job in this process under the sync rules (exceptions propagate after failed())."""
-    job = queue.inline_job(raw, queue_name)
-    run_sync_job(job, continue_chain=dispatch_next_in_chain, bus=bus)
-    return str(job.job_id)
-
-
 def dispatch_next_in_chain(chained: list[dict[str, Any]]) -> None:
     """Push the next job of a chain, carrying the rest of the chain with it."""
     if not chained:
@@ -234,6 +233,73 @@ def dispatch_next_in_chain(chained: list[dict[str, Any]]) -> None:
     payload = dataclasses.replace(payload, chained=rest, signature=None)
     key = settings().key
     push_payload(payload.signed(key) if key else payload, Destination(**head["destination"]))
+
+
+def push_steps(steps: list[dict[str, Any]]) -> None:
+    """Push ready-made ``{"destination", "payload"}`` steps (chain and batch callbacks) as they are."""
+    for step in steps:
+        push_payload(Payload.from_dict(step["payload"]), Destination(**step["destination"]))
+
+
+# -- what a finished job sets off -----------------------------------------------------------
+
+def after_success(job: QueueJob) -> None:
+    """A job succeeded: count it in its batch, and end its chain if it was the last step."""
+    payload = job.payload()
+    if payload.batch_id and is_member(payload.batch_id):
+        batch_id, connection = split_id(payload.batch_id)
+        settle_batch(payload.batch_id, BatchStore.of(connection).record_success(batch_id, payload.uuid))
+    if not payload.chained and payload.chain_finally:
+        push_steps(payload.chain_finally)
+
+
+def after_failure(job: QueueJob, exc: BaseException) -> None:
+    """A job failed for good: count it (and the chain steps that will never run) in its batch,
+    and push its chain's ``catch`` and ``finally_`` jobs."""
+    try:
+        payload = job.payload()
+    except DeserializationError:
+        return  # an unreadable payload belongs to no batch or chain we could name
+    if payload.batch_id and is_member(payload.batch_id):
+        batch_id, connection = split_id(payload.batch_id)
+        unrun = [str(step["payload"].get("uuid")) for step in payload.chained]
+        settle_batch(payload.batch_id,
+                     BatchStore.of(connection).record_failure(batch_id, payload.uuid, unrun))
+    push_steps([*payload.chain_catch, *payload.chain_finally])
+
+
+def settle_batch(ref: str, transitions: Transitions) -> None:
+    """Push the callbacks an outcome made due (each transition is seen by one caller only)."""
+    batch_id, connection = split_id(ref)
+    store = BatchStore.of(connection)
+    description = store.description(batch_id) or {}
+    callbacks = description.get("callbacks", {})
+    if transitions.first_failure:
+        if not description.get("allow_failures"):
+            store.cancel(batch_id)
+        push_steps(callbacks.get("catch", []))
+    if transitions.all_succeeded:
+        push_steps(callbacks.get("then", []))
+    if transitions.all_finished:
+        push_steps(callbacks.get("finally", []))
+        continue_chain_after(store, batch_id, description)
+
+
+def continue_chain_after(store: BatchStore, batch_id: str, description: dict[str, Any]) -> None:
+    """A batch that was a chain step has finished: the chain goes on, or, when the batch was
+    cancelled, ends with its ``catch`` and ``finally_`` jobs."""
+    if store.stamp(batch_id, "cancelled_at") is None:
+        push_steps(description.get("continue_chain") or [])  # the next step, carrying the rest
+    else:
+        push_steps([*description.get("chain_catch", []), *description.get("chain_finally", [])])
+
+
+def run_inline(queue: Queue, raw: str, queue_name: str | None) -> str:
+    """Run a job in this process under the sync rules (exceptions propagate after failed())."""
+    job = queue.inline_job(raw, queue_name)
+    run_sync_job(job, continue_chain=dispatch_next_in_chain, bus=bus,
+                 after_success=after_success, after_failure=after_failure)
+    return str(job.job_id)
 
 
 # -- the public verbs ---------------------------------------------------------------------------
@@ -316,39 +382,3 @@ def holds_until_commit(command: Any, after_commit: bool | None = None) -> bool:
 def dispatch_sync(job: Any) -> Any:
     """Run ``job`` now in this process, as the sync driver would (failed() on exception)."""
     return push_command(job, Destination.of(job, connection="sync", delay=0))
-
-
-class PendingChain:
-    """Jobs that run one after another: each is pushed when the previous one succeeded."""
-
-    def __init__(self, jobs: Sequence[Any]) -> None:
-        if not jobs:
-            raise ValueError("chain() needs at least one job")
-        self.jobs = list(jobs)
-
-    def dispatch(self, *, queue: str | None = None, connection: str | None = None,
-                 after_commit: bool | None = None) -> str | None:
-        """Push the first job, carrying the others. The chain's ``queue``/``connection`` apply
-        only to steps that name none of their own (Laravel's PendingChain)."""
-        rest = []
-        for job in self.jobs[1:]:
-            rest.append({"destination": self._destination(job, queue, connection).to_dict(),
-                         "payload": make_payload(job).to_dict()})
-        first = self.jobs[0]
-        destination = self._destination(first, queue, connection)
-        lock = unique.lock_for(first, command_name(first), destination.connection)
-        payload = make_payload(first, chained=rest, unique=lock)
-        if holds_until_commit(first, after_commit) and in_after_commit_block():
-            defer_if_in_transaction(lambda: push_unique(payload, destination, first))
-            return payload.uuid
-        return push_unique(payload, destination, first)
-
-    @staticmethod
-    def _destination(job: Any, queue: str | None, connection: str | None) -> Destination:
-        return Destination.of(job, queue=option(job, "queue") or queue,
-                              connection=option(job, "connection") or connection)
-
-
-def chain(jobs: Sequence[Any]) -> PendingChain:
-    """``chain([A(), B(), C()]).dispatch()``: B runs after A succeeds, C after B."""
-    return PendingChain(jobs)

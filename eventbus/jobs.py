@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from eventbus import registry
+from eventbus.batches import Batch, find
 from eventbus.dispatching import dispatch
 from eventbus.errors import ManuallyFailedError
 from eventbus.queue.base import Delay
@@ -46,6 +47,11 @@ class InteractsWithQueue:
         """Remove the job from its queue without running it again."""
         if self._queue_job is not None:
             self._queue_job.delete()
+
+    def batch(self) -> Batch | None:
+        """The batch this job belongs to, as it is now (None outside a batch)."""
+        ref = self._queue_job.payload().batch_id if self._queue_job is not None else None
+        return find(ref) if ref else None
 
     def fail(self, exc: BaseException | str | None = None) -> None:
         """Fail the job now: no more attempts, ``failed()`` runs, and it goes to the failed store."""

@@ -74,6 +74,17 @@ class _Envelope:
             raise self._refuse(name, value, "a JSON object")
         return value
 
+    def steps(self, name: str) -> list[dict[str, Any]]:
+        """Ready-made jobs to push later: ``[{"destination": {...}, "payload": {...}}, ...]``."""
+        value = self.doc.get(name)
+        if value is None:
+            return []
+        if not isinstance(value, list) or not all(
+                isinstance(step, dict) and isinstance(step.get("destination"), dict)
+                and isinstance(step.get("payload"), dict) for step in value):
+            raise self._refuse(name, value, "a list of {destination, payload} objects")
+        return value
+
     def chain(self, value: Any) -> list[dict[str, Any]]:
         if value is None:
             return []
@@ -166,8 +177,11 @@ class Payload:
     chained: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     #: The unique-job lock this job holds: ``{"key", "via", "untilProcessing"}``.
     unique: dict[str, Any] | None = None
-    #: The batch this job belongs to.
+    #: The batch this job belongs to (``id@connection``).
     batch_id: str | None = None
+    #: Jobs to push when a step of this job's chain fails for good, and when the chain ends.
+    chain_catch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    chain_finally: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     signature: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
@@ -193,6 +207,10 @@ class Payload:
             doc["unique"] = self.unique
         if self.batch_id is not None:
             doc["batchId"] = self.batch_id
+        if self.chain_catch:
+            doc["chainCatch"] = self.chain_catch
+        if self.chain_finally:
+            doc["chainFinally"] = self.chain_finally
         if self.signature is not None:
             doc["signature"] = self.signature
         return doc
@@ -237,6 +255,8 @@ class Payload:
             pushed_at=fields.timestamp("pushedAt") or 0.0,
             unique=fields.unique(),
             batch_id=fields.optional_text("batchId"),
+            chain_catch=fields.steps("chainCatch"),
+            chain_finally=fields.steps("chainFinally"),
             signature=fields.optional_text("signature"),
         )
 

@@ -44,6 +44,12 @@ from eventbus.timeouts import interrupt_after
 log = logging.getLogger(__name__)
 
 ChainPusher = Callable[[list[dict[str, Any]]], None]
+SuccessHook = Callable[[QueueJob], None]
+FailureHook = Callable[[QueueJob, BaseException], None]
+
+
+def _nothing(*args: Any) -> None:
+    return None
 
 
 class Outcome(enum.Enum):
@@ -68,6 +74,9 @@ class Collaborators:
     failed: FailedJobStore | None
     bus: EventBus
     continue_chain: ChainPusher
+    #: What a success or a final failure sets off beyond the job (batches, chain callbacks).
+    after_success: SuccessHook = _nothing
+    after_failure: FailureHook = _nothing
 
     def emit(self, event: Any) -> None:
         self.bus.emit(event)
@@ -75,13 +84,14 @@ class Collaborators:
 
 def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | None,
             continue_chain: ChainPusher, bus: EventBus = default_bus,
-            on_start: Callable[[float], None] | None = None) -> tuple[Outcome, BaseException | None]:
+            on_start: Callable[[float], None] | None = None, after_success: SuccessHook = _nothing,
+            after_failure: FailureHook = _nothing) -> tuple[Outcome, BaseException | None]:
     """Run one reserved job under the rules above. Never raises for the job's own exceptions.
 
     ``on_start(timeout)`` is told the attempt's timeout once the payload has been verified and
     validated, just before the job runs (the worker's watchdog needs it).
     """
-    ctx = Collaborators(failed, bus, continue_chain)
+    ctx = Collaborators(failed, bus, continue_chain, after_success, after_failure)
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         ctx.emit(JobProcessing(job.connection_name, job))
@@ -127,6 +137,7 @@ def run_handler(job: QueueJob, handler: Any, ctx: Collaborators) -> None:
         chained = data.get("chained") or []
         if chained:
             ctx.continue_chain(chained)
+        ctx.after_success(job)
         if not job.is_done:
             job.delete()
 
@@ -243,6 +254,10 @@ def fail_job(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
         return
     job.queue.forget_exceptions(job.uuid)
     call_failed_hook(job, exc)
+    try:
+        ctx.after_failure(job, exc)
+    except Exception:
+        log.exception("could not record the failure of %s in its batch or chain", job.uuid)
     ctx.emit(JobFailed(job.connection_name, job, exc))
 
 
@@ -263,13 +278,14 @@ def call_failed_hook(job: QueueJob, exc: BaseException) -> None:
         log.exception("the failed() hook of %s raised", payload.display_name)
 
 
-def run_sync_job(job: QueueJob, *, continue_chain: ChainPusher, bus: EventBus = default_bus) -> None:
+def run_sync_job(job: QueueJob, *, continue_chain: ChainPusher, bus: EventBus = default_bus,
+                 after_success: SuccessHook = _nothing, after_failure: FailureHook = _nothing) -> None:
     """The sync driver: run now; on exception call failed(), emit JobFailed, then re-raise.
 
     Like Laravel's SyncQueue there are no retries: tries, backoff and timeout do not apply, and
     nothing is stored.
     """
-    ctx = Collaborators(None, bus, continue_chain)
+    ctx = Collaborators(None, bus, continue_chain, after_success, after_failure)
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         ctx.emit(JobProcessing(job.connection_name, job))

@@ -26,7 +26,7 @@ from types import FrameType
 from typing import Any
 
 from eventbus import runtime
-from eventbus.dispatching import dispatch_next_in_chain
+from eventbus.dispatching import after_failure, after_success, dispatch_next_in_chain
 from eventbus.display import printable
 from eventbus.event_bus import EventBus
 from eventbus.event_bus import bus as default_bus
@@ -120,7 +120,8 @@ class Worker:
         self._memory_checked_at = 0.0
         self._signals_cache: dict[str, float] | None = None
         self._lock = threading.Lock()
-        self._collaborators = Collaborators(failed, bus, dispatch_next_in_chain)
+        self._collaborators = Collaborators(failed, bus, dispatch_next_in_chain, after_success,
+                                            after_failure)
         self.check_options()
 
     @classmethod
@@ -277,7 +278,8 @@ class Worker:
         try:
             outcome, exc = process(job, self.options.process_options(), failed=self.failed,
                                    continue_chain=dispatch_next_in_chain, bus=self.bus,
-                                   on_start=self._arm_watchdog)
+                                   on_start=self._arm_watchdog, after_success=after_success,
+                                   after_failure=after_failure)
         except ConnectionUnavailableError as lost:
             outcome, exc = Outcome.RELEASED, lost
             log.warning("connection lost while finishing job %s; its reservation will expire and it "

@@ -29,19 +29,21 @@ class Backend:
                     "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}", "TOOLBOX_DRIVER": driver,
                     "TOOLBOX_URL": url, "TOOLBOX_LOG": str(log), "PYTHONUNBUFFERED": "1"}
         self.workers: list[subprocess.Popen[str]] = []
+        self.worker_log = open(log.with_suffix(".workers"), "a")  # noqa: SIM115 (closed by stop)
 
     def start_workers(self, count: int = 2, *args: str) -> None:
         for _ in range(count):
             self.workers.append(subprocess.Popen(
                 [sys.executable, "-m", "eventbus", "work", "--app", "apps.toolbox", "--sleep", "0.1",
                  "--quiet", "--memory", "0", "--timeout", "10", *args], env=self.env, start_new_session=True,
-                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True))
+                stdout=subprocess.DEVNULL, stderr=self.worker_log, text=True))
 
     def stop(self) -> None:
         for w in self.workers:
             if w.poll() is None:
                 os.killpg(w.pid, 9)
             w.wait()
+        self.worker_log.close()
 
     def lines(self, kind: str) -> list[list[str]]:
         if not self.log.exists():

@@ -10,10 +10,10 @@ from importlib.metadata import entry_points
 
 import click
 
-from eventbus.cli import failed, queues, work, workers
+from eventbus.cli import batches, failed, queues, work, workers
 from eventbus.cli.base import app_option, load_app, main, say
 
-__all__ = ["app_option", "failed", "load_app", "load_commands", "main", "queues", "run", "say",
+__all__ = ["app_option", "batches", "failed", "load_app", "load_commands", "main", "queues", "run", "say",
            "work", "workers"]
 
 

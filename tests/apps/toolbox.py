@@ -93,3 +93,55 @@ class Reindex(eventbus.Job):
 
 class ReindexUntilProcessing(Reindex):
     unique_until_processing = True
+
+
+class Step(eventbus.Job):
+    """Records that it ran; fails when told to (tries=1, so that is final)."""
+
+    tries = 1
+
+    def __init__(self, name: str, fail: bool = False, seconds: float = 0.0) -> None:
+        self.name = name
+        self.fail_it = fail
+        self.seconds = seconds
+
+    def handle(self) -> None:
+        time.sleep(self.seconds)
+        current = self.batch()
+        if current is not None and current.cancelled:
+            record("skipped", self.name)
+            return
+        record("ran", self.name)
+        if self.fail_it:
+            raise RuntimeError(f"{self.name} failed")
+
+
+class Grow(Step):
+    """Adds two more steps to its own batch, then runs."""
+
+    def handle(self) -> None:
+        current = self.batch()
+        assert current is not None
+        current.add([Step(f"{self.name}-child-1"), Step(f"{self.name}-child-2")])
+        super().handle()
+
+
+class Report(eventbus.Job):
+    """A callback: records its name and what the batch looked like."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def handle(self) -> None:
+        current = self.batch()
+        state = f"{current.total}/{current.pending}/{current.failed}" if current else "-"
+        record("callback", self.name, state)
+
+
+def report_listener(batch: Any) -> None:
+    record("callback", "listener", f"{batch.total}/{batch.pending}/{batch.failed}")
+
+
+from listeners import listener  # noqa: E402  (a function the batch calls back)
+
+listener(eventbus.JobProcessed, on=eventbus.EventBus())(report_listener)
