@@ -25,6 +25,7 @@ from eventbus.events import (
     JobQueued,
     JobReleasedAfterException,
     Looping,
+    QueueBusy,
     WorkerStopping,
 )
 from eventbus.handler import CallQueuedHandler, register_handler
@@ -61,6 +62,7 @@ __all__ = [
     "ModelNotFoundError",
     "Payload",
     "Queue",
+    "QueueBusy",
     "QueueJob",
     "SerializationError",
     "UnsafePayloadError",

@@ -22,6 +22,7 @@ from eventbus import encryption, registry, serializer
 from eventbus.errors import SerializationError
 from eventbus.event_bus import bus
 from eventbus.events import JobQueued
+from eventbus.integrations import otel
 from eventbus.payload import Payload
 from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, delay_seconds
@@ -140,13 +141,24 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     if queue.runs_inline:
         run_inline(queue, payload.to_json(), destination.queue)
         return payload.uuid
-    if destination.delay > 0:
-        queue.later(destination.delay, payload, destination.queue)
-    else:
-        queue.push(payload, destination.queue)
+    with otel.sending(destination.connection, queue.queue_name(destination.queue),
+                      payload.uuid) as trace_headers:
+        if trace_headers:
+            payload = with_headers(payload, trace_headers)
+        if destination.delay > 0:
+            queue.later(destination.delay, payload, destination.queue)
+        else:
+            queue.push(payload, destination.queue)
     bus.emit(JobQueued(destination.connection, queue.queue_name(destination.queue), payload.uuid,
                        payload.display_name, destination.delay))
     return payload.uuid
+
+
+def with_headers(payload: Payload, headers: dict[str, str]) -> Payload:
+    """The payload with ``headers`` added, signed again when payloads are signed."""
+    payload = dataclasses.replace(payload, headers={**payload.headers, **headers}, signature=None)
+    key = settings().key
+    return payload.signed(key) if key else payload
 
 
 def push_raw(connection: str | None, raw: str, queue: str | None = None) -> str:

@@ -25,6 +25,10 @@ FORMAT_VERSION = 1
 MAX_SECONDS = 100 * 366 * 86400.0
 MAX_TIMESTAMP = 1e11
 MAX_COUNT = 2**31 - 2
+#: Bounds for the ``headers`` map (trace context and the like): small text, a few entries.
+MAX_HEADERS = 32
+MAX_HEADER_NAME = 128
+MAX_HEADER_VALUE = 4096
 
 
 def _refuse_constant(name: str) -> Any:
@@ -118,6 +122,19 @@ class _Envelope:
             raise self._refuse(name, value, "true or false")
         return value
 
+    def headers(self) -> dict[str, str]:
+        """The ``headers`` map: at most 32 text entries (names up to 128, values up to 4096)."""
+        value = self.doc.get("headers")
+        if value is None:
+            return {}
+        if not isinstance(value, dict) or len(value) > MAX_HEADERS:
+            raise self._refuse("headers", value, f"a JSON object of at most {MAX_HEADERS} entries")
+        for name, text in value.items():
+            if not name or len(name) > MAX_HEADER_NAME or not isinstance(text, str) \
+                    or len(text) > MAX_HEADER_VALUE:
+                raise self._refuse("headers", {name: text}, "text names and text values")
+        return dict(value)
+
     def backoff(self) -> list[float] | None:
         value = self.doc.get("backoff")
         if value is None:
@@ -153,6 +170,8 @@ class Payload:
     pushed_at: float = dataclasses.field(default_factory=time.time)
     chained: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     signature: str | None = None
+    #: Text metadata that travels with the job (W3C ``traceparent`` when tracing is on).
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"commandName": self.command_name, "command": self.command}
@@ -173,6 +192,8 @@ class Payload:
             "pushedAt": self.pushed_at,
             "version": FORMAT_VERSION,
         }
+        if self.headers:
+            doc["headers"] = dict(self.headers)
         if self.signature is not None:
             doc["signature"] = self.signature
         return doc
@@ -216,6 +237,7 @@ class Payload:
             attempts=fields.count("attempts", optional=False) or 0,
             pushed_at=fields.timestamp("pushedAt") or 0.0,
             signature=fields.optional_text("signature"),
+            headers=fields.headers(),
         )
 
     @classmethod

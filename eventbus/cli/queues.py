@@ -1,4 +1,4 @@
-"""Queues: ``size``/``monitor``, ``clear``, ``peek``; ``migrate`` and ``events``."""
+"""Queues: ``size``, ``clear``, ``peek``; ``migrate`` and ``events`` (``monitor`` is in observe)."""
 
 from __future__ import annotations
 
@@ -53,8 +53,6 @@ def size(ctx: click.Context, connection_name: str | None, queues: str, as_json: 
            [(f"{q.connection_name}:{s.queue}", s.ready, s.delayed, s.reserved, s.size) for s in stats],
            right=4)
 
-
-main.add_command(size, "monitor")
 
 
 @main.command()

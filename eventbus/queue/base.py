@@ -80,6 +80,8 @@ class QueueJob:
     deleted: bool = False
     released: bool = False
     failed: bool = False
+    #: The delay of the last ``release`` (for the worker's report).
+    release_delay_s: float | None = None
     _payload: Payload | None = dataclasses.field(default=None, repr=False)
     _document: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
     #: Set by whoever runs the job (the worker's processing): how ``fail()`` fails it for good.
@@ -121,7 +123,8 @@ class QueueJob:
 
     def release(self, delay: Delay | None = 0) -> bool:
         """Put the job back, available after ``delay``. False if the reservation was lost."""
-        self.released = self.queue.release_reserved(self, delay_seconds(delay))
+        self.release_delay_s = delay_seconds(delay)
+        self.released = self.queue.release_reserved(self, self.release_delay_s)
         return self.released
 
     def fail(self, exc: BaseException) -> None:
