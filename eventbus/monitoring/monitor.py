@@ -68,10 +68,10 @@ class WorkerMonitor(WorkerObserver):
                  heartbeat_s: float | None = None) -> None:
         self.store = store
         self.connection = connection
-        self.registry = WorkerRegistry(store, connection)
         self.recorder = MetricsRecorder(connection)
         self.flush_s = flush_s if flush_s is not None else flush_interval_from_env()
         self.heartbeat_s = heartbeat_s if heartbeat_s is not None else min(HEARTBEAT_S, self.flush_s)
+        self.registry = WorkerRegistry(store, connection, heartbeat_s=self.heartbeat_s)
         self.info: WorkerInfo | None = None
         self._lock = threading.Lock()
         self._recent: collections.deque[FinishedJob] = collections.deque(maxlen=RECENT_PER_WORKER)

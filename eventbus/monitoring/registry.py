@@ -1,8 +1,8 @@
 """The worker registry: each running worker's entry in its connection's state store.
 
 A worker writes its entry (who it is, its queues, the job it runs, its counts) every couple of
-seconds with a short TTL, and deletes it when it stops. A worker that dies without a word (kill
--9, a lost host) simply stops writing and its entry expires after :data:`ENTRY_TTL_S` (Horizon's
+seconds with a short TTL (7.5 heartbeats: 15 s), and deletes it when it stops. A worker that
+dies without a word (kill -9, a lost host) simply stops writing and its entry expires (Horizon's
 heartbeat, without a sweeper).
 """
 
@@ -16,7 +16,8 @@ from eventbus.monitoring import keys
 from eventbus.state.base import StateStore
 
 HEARTBEAT_S = 2.0
-ENTRY_TTL_S = 15.0
+#: An entry outlives this many missed heartbeats.
+ENTRY_TTL_HEARTBEATS = 7.5
 RECENT_TTL_S = 3600.0
 
 
@@ -93,16 +94,17 @@ class FinishedJob:
 class WorkerRegistry:
     """Read and write worker entries of one connection."""
 
-    def __init__(self, store: StateStore, connection: str) -> None:
+    def __init__(self, store: StateStore, connection: str, *, heartbeat_s: float = HEARTBEAT_S) -> None:
         self.store = store
         self.connection = connection
+        self.entry_ttl_s = heartbeat_s * ENTRY_TTL_HEARTBEATS
 
     def _entry(self, info: WorkerInfo) -> str:
         return keys.workers(self.connection) + info.id
 
     def heartbeat(self, info: WorkerInfo, recent: list[FinishedJob] | None = None) -> None:
         """Write the worker's entry (and its recent jobs, when they changed) in one round trip."""
-        self.store.put_many({self._entry(info): json.dumps(info.to_dict())}, ttl_s=ENTRY_TTL_S)
+        self.store.put_many({self._entry(info): json.dumps(info.to_dict())}, ttl_s=self.entry_ttl_s)
         if recent is not None:
             self.store.put(keys.recent(self.connection) + info.id,
                            json.dumps([job.to_dict() for job in recent]), ttl_s=RECENT_TTL_S)
