@@ -3,8 +3,13 @@ the test process and in worker subprocesses."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import pathlib
+import socket
+import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
@@ -56,3 +61,31 @@ def use_backend(name: str, tmp_path: pathlib.Path, *, interval_s: float = 0.3) -
         "database": {"driver": "database", "url": url}, "redis": {"driver": "null"}})
     return Backend(name, "database", {"EVENTBUS_CONNECTION": "database", "TEST_DB_URL": url,
                                       **monitor_env})
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(app: object) -> Iterator[int]:
+    """Serve an ASGI app with uvicorn in a thread on a free loopback port."""
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port,  # type: ignore[arg-type]
+                                           log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        if time.monotonic() > deadline or not thread.is_alive():
+            raise AssertionError("uvicorn did not start")
+        time.sleep(0.02)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+        thread.join(10)
