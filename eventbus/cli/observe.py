@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import importlib
 import io
 import ipaddress
@@ -23,30 +22,12 @@ from eventbus.errors import ConfigurationError, EventBusError, MissingDependency
 from eventbus.event_bus import bus
 from eventbus.events import QueueBusy
 from eventbus.monitoring import pausing
+from eventbus.monitoring.humanize import clock, duration
 from eventbus.monitoring.registry import WorkerInfo
 from eventbus.monitoring.status import QueueStatus, Status, queue_statuses, status, workers_of
 from eventbus.monitoring.status import connections as watched_connections
 
 CLEAR = "\x1b[H\x1b[J"
-
-
-def duration(seconds: float | None) -> str:
-    """``850ms``, ``12s``, ``4m 05s``, ``2h 10m``; ``-`` for nothing."""
-    if seconds is None:
-        return "-"
-    if seconds < 1:
-        return f"{seconds * 1000:.0f}ms"
-    if seconds < 60:
-        return f"{seconds:.1f}s" if seconds < 10 else f"{seconds:.0f}s"
-    minutes, secs = divmod(int(seconds), 60)
-    if minutes < 60:
-        return f"{minutes}m {secs:02d}s"
-    hours, minutes = divmod(minutes, 60)
-    return f"{hours}h {minutes:02d}m"
-
-
-def clock(at: float) -> str:
-    return dt.datetime.fromtimestamp(at).strftime("%Y-%m-%d %H:%M:%S")
 
 
 def _connections(value: str) -> list[str]:
@@ -306,6 +287,6 @@ def dashboard(ctx: click.Context, host: str, port: int, token: str | None,
         from eventbus.dashboard import create_app
     except ImportError as exc:
         raise MissingDependencyError(f"the dashboard needs {exc.name}: pip install 'eventbus[dashboard]'") from exc
-    app = create_app(token=token, authorize=authorize, allow_remote=not is_loopback(host))
+    app = create_app(token=token, authorize=authorize)
     say(f"eventbus dashboard on http://{host}:{port}/ (Ctrl-C to stop)")
     uvicorn.run(app, host=host, port=port, log_level="warning")
