@@ -227,3 +227,80 @@ def test_dashboard_refuses_a_public_address_without_a_token() -> None:
     result = invoke("dashboard", "--host", "0.0.0.0")
     assert result.exit_code == 2
     assert "refusing to serve the dashboard on 0.0.0.0" in result.output
+
+
+def test_events_json(worker_env: dict[str, str]) -> None:
+    out = subprocess.run([sys.executable, "-m", "eventbus", "events", "--json", "--app", "apps.shop_listeners"],
+                         env=worker_env, capture_output=True, text=True, check=True).stdout
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert rows and all(set(r) == {"event", "listeners"} for r in rows)
+    assert any("apps.shop_listeners.Remember (queued" in x for r in rows for x in r["listeners"])
+
+
+def _serve_dashboard(worker_env: dict[str, str], *args: str) -> tuple[subprocess.Popen[str], int]:
+    from observing import free_port
+
+    port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "eventbus", "dashboard", "--port", str(port), *args],
+                            env=worker_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+    return proc, port
+
+
+def _get(url: str, **headers: str) -> int:
+    import httpx
+
+    try:
+        return httpx.get(url, headers=headers, timeout=5).status_code
+    except httpx.HTTPError:
+        return 0
+
+
+def test_the_dashboard_command_serves_on_loopback(use_redis: redis.Redis, worker_env: dict[str, str]) -> None:
+    pytest.importorskip("uvicorn")
+    proc, port = _serve_dashboard(worker_env)
+    try:
+        wait_for(lambda: _get(f"http://127.0.0.1:{port}/") == 200, timeout=30)
+        assert _get(f"http://127.0.0.1:{port}/", **{"x-forwarded-for": "198.51.100.1"}) == 403
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+    assert "eventbus dashboard on http://127.0.0.1:" in proc.stdout.read()  # type: ignore[union-attr]
+
+
+def test_the_dashboard_command_on_a_public_address_needs_the_token(use_redis: redis.Redis,
+                                                                   worker_env: dict[str, str]) -> None:
+    pytest.importorskip("uvicorn")
+    proc, port = _serve_dashboard({**worker_env, "EVENTBUS_DASHBOARD_TOKEN": "t0ken"}, "--host", "0.0.0.0")
+    try:
+        wait_for(lambda: _get(f"http://127.0.0.1:{port}/") == 403, timeout=30)
+        assert _get(f"http://127.0.0.1:{port}/", authorization="Bearer t0ken") == 200
+    finally:
+        os.killpg(proc.pid, 9)
+        proc.wait()
+
+
+def test_a_metrics_port_in_use_is_one_line_and_exit_2(use_redis: redis.Redis, worker_env: dict[str, str]) -> None:
+    pytest.importorskip("prometheus_client")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run([sys.executable, "-m", "eventbus", "work", "--app", "apps.jobs", "--once",
+                               "--metrics-port", str(port)], env=worker_env, capture_output=True, text=True,
+                              timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.strip().splitlines()[-1].startswith(f"eventbus: error: cannot serve metrics on 127.0.0.1:{port}")
+
+
+def test_job_processed_carries_the_runtime(use_redis: redis.Redis) -> None:
+    from eventbus.worker import Worker, WorkerOptions
+
+    heard: list[eventbus.JobProcessed] = []
+    eventbus.listen(eventbus.JobProcessed, heard.append)
+    jobs.Record(1, sleep=0.2).dispatch()
+    worker = Worker(eventbus.connection(), failed=runtime.failed_store(),
+                    options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0))
+    assert worker.run() == 0
+    [event] = heard
+    assert 0.2 <= event.runtime_s < 5

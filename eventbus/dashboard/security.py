@@ -33,6 +33,8 @@ TOKEN_COOKIE = "eventbus_token"
 TOKEN_AGE_S = 12 * 3600
 MAX_FORM_BYTES = 256 * 1024
 FORWARDING_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip")
+#: The ``Origin`` a browser sends from an opaque origin (a sandboxed frame, a ``data:`` page).
+OPAQUE_ORIGIN = "null"
 
 
 def is_local(request: Request) -> bool:
@@ -122,8 +124,10 @@ def same_origin(request: Request) -> bool:
     if fetch_site is not None and fetch_site not in ("same-origin", "none"):
         return False
     origin = request.headers.get("origin")
-    if origin is None or origin == "null":
-        return origin is None
+    if origin is None:
+        return True
+    if origin == OPAQUE_ORIGIN:
+        return False
     return urlsplit(origin).netloc == request.headers.get("host", "")
 
 

@@ -31,7 +31,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from eventbus import runtime
-from eventbus.errors import EventBusError
+from eventbus.errors import ConfigurationError, EventBusError
 from eventbus.monitoring.monitor import job_name, status_of
 from eventbus.monitoring.observer import WorkerObserver
 from eventbus.monitoring.status import connections as watched_connections
@@ -166,7 +166,10 @@ def serve(registry: CollectorRegistry, port: int, host: str = "127.0.0.1") -> An
     """Serve ``registry`` on ``host:port`` in a thread; returns the server (``shutdown()``)."""
     from prometheus_client import start_http_server
 
-    server, _ = start_http_server(port, addr=host, registry=registry)
+    try:
+        server, _ = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        raise ConfigurationError(f"cannot serve metrics on {host}:{port}: {exc.strerror or exc}") from exc
     return server
 
 

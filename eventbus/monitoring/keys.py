@@ -6,6 +6,7 @@
     recent:{connection}:{host}:{pid}                      its last finished jobs (JSON list)
     queues:{connection}:{queue}                           a queue that held jobs lately
     paused:{connection}:{queue}                           a paused queue (workers skip it)
+    paused-version:{connection}                           bumped by every pause and resume
     metrics:{connection}:{minute}:{queue}:{job}:{field}   a counter of one minute's bucket
 
 Queue and job names are percent-encoded (``:`` and ``%`` included), so a key splits back
@@ -46,6 +47,10 @@ def queues(connection: str) -> str:
 
 def paused(connection: str) -> str:
     return f"paused:{part(connection)}:"
+
+
+def paused_version(connection: str) -> str:
+    return f"paused-version:{part(connection)}"
 
 
 def metrics(connection: str) -> str:

@@ -4,8 +4,9 @@ All writes happen in one background thread, never in a job's path: the heartbeat
 entry and, when it changed, its recent jobs) every :data:`~registry.HEARTBEAT_S` seconds and the
 metrics flush every ``flush_s`` (5 s by default, ``EVENTBUS_MONITOR_INTERVAL`` to change it),
 then once more when the worker stops (bounded: a server that does not answer cannot hold the
-exit up). Reading the paused queues rides on the worker's once-a-second signal check. A store
-that cannot be reached is logged once per outage; the worker keeps working.
+exit up). Reading the paused queues (one ``get`` of a version counter) rides on the worker's
+once-a-second signal check. A store that cannot be reached is logged once per outage; the worker
+keeps working.
 """
 
 from __future__ import annotations
@@ -72,6 +73,7 @@ class WorkerMonitor(WorkerObserver):
         self.flush_s = flush_s if flush_s is not None else flush_interval_from_env()
         self.heartbeat_s = heartbeat_s if heartbeat_s is not None else min(HEARTBEAT_S, self.flush_s)
         self.registry = WorkerRegistry(store, connection, heartbeat_s=self.heartbeat_s)
+        self.paused = pausing.PausedQueues(store, connection)
         self.info: WorkerInfo | None = None
         self._lock = threading.Lock()
         self._recent: collections.deque[FinishedJob] = collections.deque(maxlen=RECENT_PER_WORKER)
@@ -122,7 +124,7 @@ class WorkerMonitor(WorkerObserver):
 
     def paused_queues(self, worker: Worker) -> frozenset[str] | None:
         try:
-            return pausing.paused_queues(self.store, self.connection)
+            return self.paused.current()
         except EventBusError as exc:
             log.debug("cannot read paused queues: %s", exc)
             return None
@@ -151,6 +153,7 @@ class WorkerMonitor(WorkerObserver):
 
     def _report(self, worker: Worker) -> None:
         flushed_at = time.monotonic()
+        self._safely(lambda: self._heartbeat(worker))  # visible at once, not after a heartbeat
         while not self._stop.wait(self.heartbeat_s):
             self._safely(lambda: self._heartbeat(worker))
             if time.monotonic() - flushed_at >= self.flush_s:

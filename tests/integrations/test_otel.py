@@ -61,7 +61,7 @@ def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path, redis_client
 
 
 def drain() -> None:
-    worker = Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, tries=1))
+    worker = Worker.for_connection(options=WorkerOptions(stop_when_empty=True, sleep_s=0, tries=1, memory_mb=0))
     assert worker.run() == 0
 
 

@@ -62,8 +62,13 @@ def test_a_worker_serves_its_metrics(backend: Backend, start_worker: object) -> 
     assert sample(text, "eventbus_job_wait_seconds_count", job_name="apps.jobs.MaxExceptions") == 1
     assert sample(text, "eventbus_jobs_in_progress", queue="default") == 0
     # depths are read at scrape time, cached for 5s
-    wait_for(lambda: sample(scrape(port), "eventbus_queue_jobs", queue="default", state="ready") == 0,
-             timeout=30)
+
+    def read_at_scrape() -> bool:
+        text = scrape(port)
+        return (sample(text, "eventbus_queue_jobs", queue="default", state="ready") == 0
+                and sample(text, "eventbus_workers", connection=conn) == 1)
+
+    wait_for(read_at_scrape, timeout=30)
     text = scrape(port)
     assert re.search(r"^eventbus_failed_jobs 1\.0$", text, re.M)
     assert sample(text, "eventbus_queue_jobs", queue="later", state="delayed") == 1
