@@ -82,8 +82,7 @@ class GateMiddleware:
         offered = self.gate.offered_token(request)
         if offered is not None:  # ?token=...: remember it in a cookie, then drop it from the URL
             query = urlencode([(k, v) for k, v in request.query_params.multi_items() if k != "token"])
-            target = scope.get("root_path", "") + request.url.path[len(scope.get("root_path", "")):]
-            response: Response = RedirectResponse(target + (f"?{query}" if query else ""), 303)
+            response: Response = RedirectResponse(request.url.path + (f"?{query}" if query else ""), 303)
             response.set_cookie(TOKEN_COOKIE, token_digest(offered), httponly=True, samesite="strict",
                                 path=scope.get("root_path") or "/", secure=request.url.scheme == "https")
             await response(scope, receive, send)
