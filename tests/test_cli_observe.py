@@ -50,7 +50,7 @@ def heartbeat(connection: str, **changes: object) -> WorkerInfo:
     info = WorkerInfo(name="default-1", host="web-1", pid=4242, connection=connection,
                       queues=("default", "mail"), started_at=time.time() - 60, status="working",
                       processed=15, failed=1, last_heartbeat=time.time(),
-                      job=CurrentJob("apps.jobs.Record", "3f2a-uuid", "default", 2, time.time() - 2.5))
+                      job=CurrentJob("apps.jobs.Record", "3f2a-uuid", "default", 2, time.time() - 7530))
     info = WorkerInfo(**{**info.__dict__, **changes})
     WorkerRegistry(runtime.state(connection), connection).heartbeat(info)
     return info
@@ -75,7 +75,7 @@ def test_status_lists_queues_workers_and_failed_jobs(backend: Backend) -> None:
     assert lines[3].split() == [f"{conn}:mail", "paused", "0", "1", "0", "-"]
     assert lines[5].split()[:3] == ["WORKER", "PID", "HOST"]
     assert lines[6].split()[:3] == ["default-1", "4242", "web-1"] and "3f2a-uuid" in lines[6]
-    assert "default,mail" in lines[6] and "working" in lines[6] and "2.5s" in lines[6]
+    assert "default,mail" in lines[6] and "working" in lines[6] and "2h 05m" in lines[6]
     assert lines[-1] == "Failed jobs: 1"
     doc = json.loads(invoke("status", "--json").output)
     assert [(q["queue"], q["ready"], q["delayed"], q["paused"]) for q in doc["queues"]] == [
@@ -113,7 +113,7 @@ def test_workers_lists_each_worker_and_json(backend: Backend) -> None:
     assert header.split() == ["WORKER", "PID", "HOST", "CONNECTION", "QUEUES", "STARTED", "STATUS", "JOB",
                               "UUID", "RUNNING", "PROCESSED", "FAILED", "HEARTBEAT"]
     assert first.split()[:5] == ["default-1", "4242", "web-1", backend.connection, "default,mail"]
-    assert first.split()[7:] [:5] == ["working", "apps.jobs.Record", "3f2a-uuid", "2.5s", "15"]
+    assert first.split()[7:13] == ["working", "apps.jobs.Record", "3f2a-uuid", "2h", "05m", "15"]
     assert second.split()[7:10] == ["idle", "-", "-"]
     rows = [json.loads(line) for line in invoke("workers", "--json").output.splitlines()]
     assert [r["name"] for r in rows] == ["default-1", "default-2"] and rows[0]["processed"] == 15
