@@ -92,9 +92,10 @@ def test_pausing_a_queue_stops_a_running_worker_within_a_second(backend: Backend
     jobs.Record(1).dispatch()
     wait_for(lambda: traces(redis_client, "ran") == ["1"], timeout=30)
     pausing.pause(runtime.state(), backend.connection, "default")
-    time.sleep(1.5)  # the worker reads pauses with its once-a-second signal check
-    jobs.Record(2).dispatch()
+    # the worker reads pauses with its once-a-second signal check, then reports itself paused
     wait_for(lambda: [x.status for x in workers_of(backend.connection)] == ["paused"], timeout=10)
+    jobs.Record(2).dispatch()
+    time.sleep(1.0)  # give it the chance to (wrongly) take the job
     assert traces(redis_client, "ran") == ["1"] and eventbus.connection().size() == 1
     pausing.resume(runtime.state(), backend.connection, "default")
     wait_for(lambda: traces(redis_client, "ran") == ["1", "2"], timeout=30)
