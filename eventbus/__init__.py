@@ -38,6 +38,7 @@ from eventbus.events import (
     JobQueued,
     JobReleasedAfterException,
     Looping,
+    QueueBusy,
     WorkerStopping,
 )
 from eventbus.handler import CallQueuedHandler, register_handler
@@ -81,6 +82,7 @@ __all__ = [
     "PendingBatch",
     "PendingChain",
     "Queue",
+    "QueueBusy",
     "QueueJob",
     "RateLimited",
     "SerializationError",

@@ -26,6 +26,7 @@ from eventbus.batch_store import BatchStore, Transitions, is_member, split_id
 from eventbus.errors import DeserializationError, SerializationError
 from eventbus.event_bus import bus
 from eventbus.events import JobNotQueuedAsDuplicate, JobQueued
+from eventbus.integrations import otel
 from eventbus.payload import Payload
 from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, QueueJob, delay_seconds
@@ -162,10 +163,14 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     if queue.runs_inline:
         run_inline(queue, payload.to_json(), destination.queue)
         return payload.uuid
-    if destination.delay > 0:
-        queue.later(destination.delay, payload, destination.queue)
-    else:
-        queue.push(payload, destination.queue)
+    with otel.sending(destination.connection, queue.queue_name(destination.queue),
+                      payload.uuid) as trace_headers:
+        if trace_headers:
+            payload = with_headers(payload, trace_headers)
+        if destination.delay > 0:
+            queue.later(destination.delay, payload, destination.queue)
+        else:
+            queue.push(payload, destination.queue)
     bus.emit(JobQueued(destination.connection, queue.queue_name(destination.queue), payload.uuid,
                        payload.display_name, destination.delay))
     return payload.uuid
@@ -214,6 +219,13 @@ def push_collected(collected: Collected) -> None:
         resolved = queue.queue_name(queue_name)
         for payload in payloads:
             bus.emit(JobQueued(conn, resolved, payload.uuid, payload.display_name, 0.0))
+
+
+def with_headers(payload: Payload, headers: dict[str, str]) -> Payload:
+    """The payload with ``headers`` added, signed again when payloads are signed."""
+    payload = dataclasses.replace(payload, headers={**payload.headers, **headers}, signature=None)
+    key = settings().key
+    return payload.signed(key) if key else payload
 
 
 def push_raw(connection: str | None, raw: str, queue: str | None = None) -> str:

@@ -56,10 +56,11 @@ class JobProcessing(Event):
 
 @dataclasses.dataclass
 class JobProcessed(Event):
-    """A job's attempt finished without an exception."""
+    """A job's attempt finished without an exception, after ``runtime_s`` seconds."""
 
     connection_name: str
     job: QueueJob
+    runtime_s: float = 0.0
 
 
 @dataclasses.dataclass
@@ -102,3 +103,13 @@ class WorkerStopping(Event):
     """A worker is about to exit with ``status``."""
 
     status: int
+
+
+@dataclasses.dataclass
+class QueueBusy(Event):
+    """A queue holds ``size`` jobs, at or above the ``threshold`` of ``eventbus monitor --max``."""
+
+    connection_name: str
+    queue: str
+    size: int
+    threshold: int = 0

@@ -25,6 +25,10 @@ FORMAT_VERSION = 1
 MAX_SECONDS = 100 * 366 * 86400.0
 MAX_TIMESTAMP = 1e11
 MAX_COUNT = 2**31 - 2
+#: Bounds for the ``headers`` map (trace context and the like): small text, a few entries.
+MAX_HEADERS = 32
+MAX_HEADER_NAME = 128
+MAX_HEADER_VALUE = 4096
 
 
 def _refuse_constant(name: str) -> Any:
@@ -141,6 +145,19 @@ class _Envelope:
             raise self._refuse("unique.untilProcessing", lock.get("untilProcessing"), "true or false")
         return {"key": lock["key"], "via": lock.get("via"), "untilProcessing": lock.get("untilProcessing", False)}
 
+    def headers(self) -> dict[str, str]:
+        """The ``headers`` map: at most 32 text entries (names up to 128, values up to 4096)."""
+        value = self.doc.get("headers")
+        if value is None:
+            return {}
+        if not isinstance(value, dict) or len(value) > MAX_HEADERS:
+            raise self._refuse("headers", value, f"a JSON object of at most {MAX_HEADERS} entries")
+        for name, text in value.items():
+            if not name or len(name) > MAX_HEADER_NAME or not isinstance(text, str) \
+                    or len(text) > MAX_HEADER_VALUE:
+                raise self._refuse("headers", {name: text}, "text names and text values")
+        return dict(value)
+
     def backoff(self) -> list[float] | None:
         value = self.doc.get("backoff")
         if value is None:
@@ -183,6 +200,8 @@ class Payload:
     chain_catch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     chain_finally: list[dict[str, Any]] = dataclasses.field(default_factory=list)
     signature: str | None = None
+    #: Text metadata that travels with the job (W3C ``traceparent`` when tracing is on).
+    headers: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"commandName": self.command_name, "command": self.command}
@@ -211,6 +230,8 @@ class Payload:
             doc["chainCatch"] = self.chain_catch
         if self.chain_finally:
             doc["chainFinally"] = self.chain_finally
+        if self.headers:
+            doc["headers"] = dict(self.headers)
         if self.signature is not None:
             doc["signature"] = self.signature
         return doc
@@ -258,6 +279,7 @@ class Payload:
             chain_catch=fields.steps("chainCatch"),
             chain_finally=fields.steps("chainFinally"),
             signature=fields.optional_text("signature"),
+            headers=fields.headers(),
         )
 
     @classmethod

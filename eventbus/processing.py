@@ -101,9 +101,10 @@ def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | 
         timeout = timeout_for(job, options)
         if on_start is not None:
             on_start(timeout)
+        started = time.perf_counter()
         with interrupt_after(timeout, job.payload().display_name):
             run_handler(job, handler, ctx)
-        ctx.emit(JobProcessed(job.connection_name, job))
+        ctx.emit(JobProcessed(job.connection_name, job, time.perf_counter() - started))
         return outcome_of(job), None
     except DeserializationError as exc:  # includes refused (unsafe) payloads: never retried
         fail_job(job, exc, ctx)
@@ -289,8 +290,9 @@ def run_sync_job(job: QueueJob, *, continue_chain: ChainPusher, bus: EventBus = 
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         ctx.emit(JobProcessing(job.connection_name, job))
+        started = time.perf_counter()
         run_handler(job, accept(job), ctx)
-        ctx.emit(JobProcessed(job.connection_name, job))
+        ctx.emit(JobProcessed(job.connection_name, job, time.perf_counter() - started))
     except Exception as exc:
         ctx.emit(JobExceptionOccurred(job.connection_name, job, exc))
         fail_job(job, exc, ctx)

@@ -19,7 +19,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import FrameType
 
 log = logging.getLogger(__name__)
@@ -47,11 +47,16 @@ class Slot:
 
 class Supervisor:
     def __init__(self, argv: Sequence[str], processes: int, *, restart: bool = True,
-                 name: str = "default") -> None:
+                 name: str = "default", env: Mapping[str, str] | None = None,
+                 on_exit: Callable[[int], None] | None = None) -> None:
+        """``env`` is added to each child's environment; ``on_exit(pid)`` is told of each child
+        that exited (the metrics exporter forgets its live gauges)."""
         self.argv = [sys.executable, "-m", "eventbus", *argv]
         self.slots = [Slot(f"{name}-{i}") for i in range(1, processes + 1)]
         self.restart = restart
         self.stopping = False
+        self.env = dict(env or {})
+        self.on_exit = on_exit
 
     @property
     def children(self) -> list[subprocess.Popen[bytes]]:
@@ -80,6 +85,8 @@ class Supervisor:
         if code is None:
             return
         pid, slot.child = slot.child.pid, None
+        if self.on_exit is not None:
+            self.on_exit(pid)
         if self.stopping or (not self.restart and code == 0):
             return
         lived = time.monotonic() - slot.started_at
@@ -91,7 +98,7 @@ class Supervisor:
 
     def _start(self, slot: Slot) -> None:
         # A child whose supervisor was killed outright (SIGKILL, OOM) notices and exits.
-        env = {**os.environ, SUPERVISOR_PID_ENV: str(os.getpid())}
+        env = {**os.environ, **self.env, SUPERVISOR_PID_ENV: str(os.getpid())}
         slot.child = subprocess.Popen([*self.argv, "--name", slot.name], env=env)
         slot.started_at = time.monotonic()
         slot.start_after = 0.0

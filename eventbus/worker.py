@@ -13,7 +13,6 @@ fresh one; the job's reservation is never left to chance.
 from __future__ import annotations
 
 import dataclasses
-import datetime as dt
 import logging
 import os
 import resource
@@ -21,7 +20,7 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import FrameType
 from typing import Any
 
@@ -38,6 +37,9 @@ from eventbus.errors import (
 )
 from eventbus.events import Looping, WorkerStopping
 from eventbus.failed.base import FailedJobStore
+from eventbus.monitoring.logformat import JobReport, job_line
+from eventbus.monitoring.monitor import default_observers
+from eventbus.monitoring.observer import Observers, WorkerObserver
 from eventbus.processing import (
     Collaborators,
     Outcome,
@@ -78,6 +80,8 @@ class WorkerOptions:
     stop_when_empty: bool = False
     #: The supervisor's pid (``--processes``): exit after the current job when it is gone.
     supervisor_pid: int = 0
+    #: The line per job: ``text`` or ``json`` (one object per line).
+    log_format: str = "text"
 
     def process_options(self) -> ProcessOptions:
         return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s)
@@ -97,21 +101,26 @@ class Worker:
     """Runs jobs from one connection until a stop condition; :meth:`run` returns the exit status.
 
     Its collaborators are handed in (dramatiq's ``Worker(broker, ...)``): the connection's queue,
-    the failed job store, the event bus. :meth:`for_connection` takes them from
-    :mod:`eventbus.runtime`, as ``eventbus work`` does.
+    the failed job store, the event bus, and an ``observer`` that watches it
+    (:mod:`eventbus.monitoring`). :meth:`for_connection` takes them from :mod:`eventbus.runtime`,
+    as ``eventbus work`` does, with the monitoring observers attached.
     """
 
     def __init__(self, queue: Queue, *, failed: FailedJobStore | None,
                  options: WorkerOptions | None = None, bus: EventBus = default_bus,
-                 output: Callable[[str], None] | None = None) -> None:
+                 output: Callable[[str], None] | None = None,
+                 observer: WorkerObserver | None = None) -> None:
         self.queue = queue
         self.failed = failed
         self.bus = bus
         self.options = options or WorkerOptions()
         self.queues: tuple[str, ...] = self.options.queues or (self.queue.default_queue,)
         self.output = output
+        self.observer = observer or WorkerObserver()
         self.should_quit = False
         self.paused = False
+        #: Queues paused for every worker (``eventbus.monitoring.pausing``), read once a second.
+        self.paused_queues: frozenset[str] = frozenset()
         self.jobs_processed = 0
         self._current: QueueJob | None = None
         self._deadline: float | None = None
@@ -126,10 +135,14 @@ class Worker:
 
     @classmethod
     def for_connection(cls, name: str | None = None, *, options: WorkerOptions | None = None,
-                       output: Callable[[str], None] | None = None) -> Worker:
-        """A worker for the named (or default) connection, with the configured failed store."""
-        return cls(runtime.connection(name), failed=runtime.failed_store(), options=options,
-                   output=output)
+                       output: Callable[[str], None] | None = None,
+                       observers: Sequence[WorkerObserver] = ()) -> Worker:
+        """A worker for the named (or default) connection, with the configured failed store,
+        watched by the monitoring observers and ``observers``."""
+        queue = runtime.connection(name)
+        watching = Observers([*default_observers(queue, runtime.state(name)), *observers])
+        return cls(queue, failed=runtime.failed_store(), options=options, output=output,
+                   observer=watching)
 
     # -- start-up checks ----------------------------------------------------------------------
     def check_options(self) -> None:
@@ -153,9 +166,13 @@ class Worker:
         watchdog = threading.Thread(target=self._watch, args=(stopped,), name="eventbus-watchdog",
                                     daemon=True)
         watchdog.start()
+        self.observer.worker_started(self)
+        status = EXIT_ERROR
         try:
-            return self._loop()
+            status = self._loop()
+            return status
         finally:
+            self.observer.worker_stopped(self, status)
             stopped.set()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
@@ -221,6 +238,8 @@ class Worker:
             except ConnectionUnavailableError:
                 self._signals_cache = self._signals_cache or {}
             self._signals_checked_at = now
+            paused = self.observer.paused_queues(self)
+            self.paused_queues = self.paused_queues if paused is None else paused
         return self._signals_cache
 
     def _down(self) -> bool:
@@ -232,7 +251,7 @@ class Worker:
         delay = 0.5
         while True:
             try:
-                for name in self.queues:
+                for name in self._active_queues():
                     job = self.queue.pop(name)
                     if job is not None:
                         return job
@@ -243,9 +262,18 @@ class Worker:
                     return None
                 delay = min(delay * 2, 30.0)
 
+    def _active_queues(self) -> list[str]:
+        """The worker's queues in order, without those paused for every worker."""
+        self._signals()
+        return [name for name in self.queues if name not in self.paused_queues]
+
     def _wait(self) -> None:
+        active = self._active_queues()
+        if not active:  # every queue paused: nothing to wake up for
+            self._sleep(self.options.sleep_s or 1.0)
+            return
         try:
-            self._interruptible(lambda: self.queue.wait(self.queues, self.options.sleep_s))
+            self._interruptible(lambda: self.queue.wait(active, self.options.sleep_s))
         except ConnectionUnavailableError as exc:
             log.warning("%s", exc)
             self._sleep(min(self.options.sleep_s, 1.0) or 1.0)
@@ -275,6 +303,7 @@ class Worker:
         with self._lock:
             self._current = job
             self._deadline = self._deadline_after(self.options.timeout_s)
+        self.observer.job_started(self, job)
         try:
             outcome, exc = process(job, self.options.process_options(), failed=self.failed,
                                    continue_chain=dispatch_next_in_chain, bus=self.bus,
@@ -295,7 +324,9 @@ class Worker:
             show_traceback = outcome is Outcome.FAIL and not isinstance(exc, DeserializationError)
             log.error("job %s (%s) raised %s: %s", self._name_of(job), job.uuid, type(exc).__name__,
                       exc, exc_info=exc if show_traceback else None)
-        self._report(job, outcome, time.monotonic() - started)
+        runtime_s = time.monotonic() - started
+        self.observer.job_finished(self, job, outcome, runtime_s, exc)
+        self._report(job, outcome, runtime_s, exc)
         return outcome
 
     def _deadline_after(self, timeout: float) -> float | None:
@@ -324,12 +355,23 @@ class Worker:
         except DeserializationError:
             return "(unreadable payload)"
 
-    def _report(self, job: QueueJob, outcome: Outcome, seconds: float) -> None:
+    def _report(self, job: QueueJob, outcome: Outcome, seconds: float,
+                exc: BaseException | None) -> None:
+        """One line per attempt (:mod:`eventbus.monitoring.logformat`)."""
         if self.output is None:
             return
-        stamp = dt.datetime.now().strftime("%Y-%m-%d %H:%M:%S")
-        self.output(f"{stamp} {printable(self._name_of(job))} [{printable(job.queue_name)}] "
-                    f"{seconds * 1000:.2f}ms {outcome.value}")
+        try:
+            max_tries: int | None = max_tries_for(job, self.options.process_options())
+        except DeserializationError:
+            max_tries = None
+        released = outcome is Outcome.RELEASED
+        self.output(job_line(JobReport(
+            worker=self.options.name, pid=os.getpid(), connection=self.queue.connection_name,
+            queue=job.queue_name, job=self._name_of(job), uuid=job.uuid, attempt=job.attempts,
+            max_tries=max_tries, runtime_s=seconds, status=outcome.value,
+            delay_s=job.release_delay_s if released else None,
+            error=f"{type(exc).__name__}: {exc}" if exc is not None else None, at=time.time()),
+            self.options.log_format))
 
     # -- the watchdog for jobs that ignore the interrupt --------------------------------------
     def _watch(self, stopped: threading.Event) -> None:

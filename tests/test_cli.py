@@ -85,7 +85,10 @@ def test_size_clear_peek(use_redis: redis.Redis) -> None:
                "redis:other        1        1         0     2\n")
     assert invoke("size", "--queue", "default,other").output == listing
     assert invoke("size").output == listing  # every queue that holds jobs, not just the default
-    assert invoke("monitor").output == listing
+    assert invoke("monitor", "--max", "2").output == (
+        "QUEUE          STATUS  READY  DELAYED  RESERVED  SIZE\n"
+        "redis:default  OK          1        0         0     1\n"
+        "redis:other    ALERT       1        1         0     2\n")
     rows = [json.loads(line) for line in invoke("size", "--json").output.splitlines()]
     assert rows[1] == {"connection": "redis", "queue": "other", "ready": 1, "delayed": 1, "reserved": 0,
                        "size": 2, "oldest_ready_age_s": rows[1]["oldest_ready_age_s"]}

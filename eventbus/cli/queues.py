@@ -1,4 +1,4 @@
-"""Queues: ``size``/``monitor``, ``clear``, ``peek``; ``migrate`` and ``events``."""
+"""Queues: ``size``, ``clear``, ``peek``; ``migrate`` and ``events`` (``monitor`` is in observe)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,6 @@ def size(ctx: click.Context, connection_name: str | None, queues: str, as_json: 
            right=4)
 
 
-main.add_command(size, "monitor")
-
 
 @main.command()
 @click.argument("connection_name", metavar="[CONNECTION]", required=False)
@@ -81,12 +79,17 @@ def migrate(ctx: click.Context) -> None:
 
 
 @main.command()
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per event.")
 @app_option
 @click.pass_context
-def events(ctx: click.Context) -> None:
+def events(ctx: click.Context, as_json: bool) -> None:
     """List every event with its listeners, in the order they run."""
     setup(ctx)
     listening = bus.listening()
+    if as_json:
+        for name, regs in listening.items():
+            click.echo(json.dumps({"event": name, "listeners": [reg.describe() for reg in regs]}))
+        return
     if not listening:
         say("No listeners registered (pass --app to load your app).")
     for name, regs in listening.items():

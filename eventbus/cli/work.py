@@ -12,7 +12,9 @@ from typing import Any
 import click
 
 from eventbus.cli.base import app_option, main, setup
-from eventbus.errors import ConfigurationError
+from eventbus.errors import ConfigurationError, MissingDependencyError
+from eventbus.monitoring.logformat import FORMATS, JsonFormatter
+from eventbus.monitoring.observer import WorkerObserver
 from eventbus.supervisor import SUPERVISOR_PID_ENV, Supervisor
 from eventbus.worker import Worker, WorkerOptions
 
@@ -43,10 +45,17 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--quiet", "-q", is_flag=True, help="No line per job.")
 @click.option("--watch", is_flag=True,
               help="Restart when the app's files change (development; needs eventbus[watch]).")
+@click.option("--log-format", type=click.Choice(FORMATS), default="text", show_default=True,
+              help="json: one JSON object per line (job lines and log records) on stdout.")
+@click.option("--metrics-port", type=click.IntRange(min=0, max=65535), default=None,
+              help="Serve Prometheus metrics on this port (pip install 'eventbus[metrics]').")
+@click.option("--metrics-host", default="127.0.0.1", show_default=True,
+              help="Address for --metrics-port.")
 @app_option
 @click.pass_context
 def work(ctx: click.Context, /, connection_name: str | None, queues: str, processes: int,
-         quiet: bool, watch: bool, **opts: Any) -> None:
+         quiet: bool, watch: bool, log_format: str, metrics_port: int | None, metrics_host: str,
+         **opts: Any) -> None:
     """Run queued jobs.
 
     \b
@@ -56,10 +65,13 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
       eventbus work --stop-when-empty               drain the queue, then exit (tests, cron)
       eventbus work --processes 4                   four supervised worker processes
       eventbus work --watch --app shop.app          restart on code changes (development)
+      eventbus work --processes 4 --metrics-port 9191   one /metrics for all four
     """
     setup(ctx, quiet)
     if watch:
         ctx.exit(watch_and_restart(ctx))
+    if log_format == "json":
+        log_as_json(opts["name"])
     if not (ctx.meta.get("eventbus.app") or os.environ.get("EVENTBUS_APP")):
         logging.getLogger("eventbus.worker").warning(
             "no --app given (nor EVENTBUS_APP): this worker imports no app module, so it can only "
@@ -67,7 +79,14 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
     if processes > 1:
         argv = _child_argv(ctx)
         stops = opts["once"] or opts["stop_when_empty"]
-        ctx.exit(Supervisor(argv, processes, restart=not stops, name=opts["name"]).run())
+        if metrics_port is None:
+            ctx.exit(Supervisor(argv, processes, restart=not stops, name=opts["name"]).run())
+        exporter = _prometheus().MultiprocessExporter(metrics_port, metrics_host, connection_name)
+        try:
+            ctx.exit(Supervisor(argv, processes, restart=not stops, name=opts["name"],
+                                env=exporter.child_env, on_exit=exporter.child_exited).run())
+        finally:
+            exporter.close()
     options = WorkerOptions(
         queues=tuple(q.strip() for q in queues.split(",") if q.strip()), name=opts["name"],
         sleep_s=opts["sleep"], tries=opts["tries"], backoff_s=_floats(opts["backoff"]),
@@ -75,10 +94,45 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
         max_time_s=opts["max_time"], rest_s=opts["rest"], force=opts["force"], once=opts["once"],
         stop_when_empty=opts["stop_when_empty"],
         timeout_grace_s=float(os.environ.get("EVENTBUS_TIMEOUT_GRACE", "5")),
-        supervisor_pid=int(os.environ.get(SUPERVISOR_PID_ENV) or 0))
-    worker = Worker.for_connection(connection_name, options=options,
+        supervisor_pid=int(os.environ.get(SUPERVISOR_PID_ENV) or 0), log_format=log_format)
+    observers, server = _metrics(connection_name, metrics_port, metrics_host)
+    worker = Worker.for_connection(connection_name, options=options, observers=observers,
                                    output=None if quiet else click.echo)
-    ctx.exit(worker.run())
+    try:
+        ctx.exit(worker.run())
+    finally:
+        if server is not None:
+            server.shutdown()
+
+
+def log_as_json(worker: str) -> None:
+    """Every log record as a JSON object on stdout, where the job lines go too."""
+    handler = logging.StreamHandler(sys.stdout)
+    handler.setFormatter(JsonFormatter(worker=worker))
+    logging.getLogger().handlers[:] = [handler]
+
+
+def _prometheus() -> Any:
+    try:
+        from eventbus.integrations import prometheus
+        prometheus.require()
+    except ImportError as exc:  # pragma: no cover - the extra is installed where tests run
+        raise MissingDependencyError("--metrics-port needs prometheus_client: "
+                                     "pip install 'eventbus[metrics]'") from exc
+    return prometheus
+
+
+def _metrics(connection: str | None, port: int | None, host: str) -> tuple[list[WorkerObserver], Any]:
+    """The Prometheus observer (and this process's /metrics server) when metrics are wanted:
+    ``--metrics-port`` here, or a supervisor that serves them for its children."""
+    if port is None and not os.environ.get("EVENTBUS_METRICS_DIR"):
+        return [], None
+    prometheus = _prometheus()
+    if port is None:  # a supervised child: the supervisor serves what it records
+        return [prometheus.PrometheusObserver()], None
+    registry = prometheus.worker_registry(connection)
+    server = prometheus.serve(registry, port, host)
+    return [prometheus.PrometheusObserver(registry)], server
 
 
 def watch_and_restart(ctx: click.Context) -> int:
@@ -112,7 +166,8 @@ def watched_directory(app: str | None) -> str:
     return os.getcwd()
 
 
-def _child_argv(ctx: click.Context, drop: tuple[str, ...] = ("processes", "name", "watch")) -> list[str]:
+def _child_argv(ctx: click.Context, drop: tuple[str, ...] = ("processes", "name", "watch", "metrics_port",
+                                                           "metrics_host")) -> list[str]:
     """The same ``work`` command without the ``drop`` options (by default ``--processes`` and
     ``--name``: each supervised child gets its own name)."""
     argv = ["work"]

@@ -80,6 +80,8 @@ class QueueJob:
     deleted: bool = False
     released: bool = False
     failed: bool = False
+    #: The delay of the last ``release`` (for the worker's report).
+    release_delay_s: float | None = None
     _payload: Payload | None = dataclasses.field(default=None, repr=False)
     _document: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
     #: Set by whoever runs the job (the worker's processing): how ``fail()`` fails it for good.
@@ -125,7 +127,8 @@ class QueueJob:
         With ``counts_attempt=False`` (a rate limit or a lock said "not now", the job never ran)
         the attempt this pop counted is given back, so it does not use up a try.
         """
-        self.released = self.queue.release_reserved(self, delay_seconds(delay))
+        self.release_delay_s = delay_seconds(delay)
+        self.released = self.queue.release_reserved(self, self.release_delay_s)
         if self.released and not counts_attempt:
             self.queue.uncount_attempt(self)
         return self.released

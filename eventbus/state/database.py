@@ -13,6 +13,7 @@ case are different keys and prefix scans are exact.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from typing import Any
 
@@ -75,6 +76,11 @@ class SqlStateStore(StateStore):
         self.now = server_now(self.dialect)
 
     # -- plumbing ---------------------------------------------------------------------------------
+    def _missing_file(self) -> bool:
+        """A SQLite file that does not exist yet: reads find nothing and must not create it."""
+        path = self.engine.url.database if self.dialect == "sqlite" else None
+        return bool(path) and path != ":memory:" and not os.path.exists(str(path))
+
     def _run(self, action: str, fn: Any) -> Any:
         def run() -> Any:
             if not self._ready:
@@ -158,6 +164,8 @@ class SqlStateStore(StateStore):
     # -- the operations ---------------------------------------------------------------------------
     def _get(self, key: str) -> str | None:
         t = self.table.c
+        if self._missing_file():
+            return None
 
         def run() -> str | None:
             with self.engine.connect() as conn:
@@ -238,6 +246,8 @@ class SqlStateStore(StateStore):
 
     def _scan(self, prefix: str) -> dict[str, str]:
         t = self.table.c
+        if self._missing_file():
+            return {}
         where = [self._live()]
         if prefix:
             where.append(t.key >= prefix)

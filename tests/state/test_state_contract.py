@@ -217,3 +217,11 @@ def test_sql_expiry_is_written_on_the_server_clock(backend: tuple[str, dict[str,
         expires, now = c.execute(sa.select(store.table.c.expires_at, store.now).where(
             store.table.c.key == "clock")).one()
     assert 99 < float(expires) - float(now) <= 100
+
+
+def test_reading_never_creates_the_sqlite_file(tmp_path: pathlib.Path) -> None:
+    store = SqlStateStore(f"sqlite:///{tmp_path}/absent.sqlite3")
+    assert store.get("k") is None and store.scan("") == {}
+    assert not (tmp_path / "absent.sqlite3").exists()
+    store.put("k", "v")
+    assert store.get("k") == "v"

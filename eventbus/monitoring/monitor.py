@@ -1,0 +1,195 @@
+"""The observer ``eventbus work`` attaches: registry heartbeat, metrics, recent jobs, pauses.
+
+All writes happen in one background thread, never in a job's path: the heartbeat (the worker's
+entry and, when it changed, its recent jobs) every :data:`~registry.HEARTBEAT_S` seconds and the
+metrics flush every ``flush_s`` (5 s by default, ``EVENTBUS_MONITOR_INTERVAL`` to change it),
+then once more when the worker stops (bounded: a server that does not answer cannot hold the
+exit up). Reading the paused queues (one ``get`` of a version counter) rides on the worker's
+once-a-second signal check. A store that cannot be reached is logged once per outage; the worker
+keeps working.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from eventbus.errors import DeserializationError, EventBusError
+from eventbus.integrations import otel
+from eventbus.monitoring import pausing
+from eventbus.monitoring.metrics import MetricsRecorder
+from eventbus.monitoring.observer import WorkerObserver
+from eventbus.monitoring.registry import HEARTBEAT_S, CurrentJob, FinishedJob, WorkerInfo, WorkerRegistry
+from eventbus.payload import pushed_at_of
+from eventbus.state.base import StateStore
+
+if TYPE_CHECKING:
+    from eventbus.processing import Outcome
+    from eventbus.queue.base import Queue, QueueJob
+    from eventbus.worker import Worker
+
+log = logging.getLogger(__name__)
+
+FLUSH_S = 5.0
+RECENT_PER_WORKER = 50
+STOP_GRACE_S = 3.0
+INTERVAL_ENV = "EVENTBUS_MONITOR_INTERVAL"
+
+
+def job_name(job: QueueJob) -> str:
+    try:
+        return job.payload().display_name
+    except DeserializationError:
+        return "(unreadable payload)"
+
+
+def status_of(outcome: Outcome) -> str:
+    return {"DONE": "done", "FAIL": "failed"}.get(outcome.value, "released")
+
+
+def flush_interval_from_env() -> float:
+    try:
+        value = float(os.environ.get(INTERVAL_ENV, "") or FLUSH_S)
+    except ValueError:
+        value = FLUSH_S
+    return value if value > 0 else FLUSH_S
+
+
+class WorkerMonitor(WorkerObserver):
+    """Keeps one worker visible: its registry entry, its metrics, its recent jobs."""
+
+    def __init__(self, store: StateStore, connection: str, *, flush_s: float | None = None,
+                 heartbeat_s: float | None = None) -> None:
+        self.store = store
+        self.connection = connection
+        self.recorder = MetricsRecorder(connection)
+        self.flush_s = flush_s if flush_s is not None else flush_interval_from_env()
+        self.heartbeat_s = heartbeat_s if heartbeat_s is not None else min(HEARTBEAT_S, self.flush_s)
+        self.registry = WorkerRegistry(store, connection, heartbeat_s=self.heartbeat_s)
+        self.paused = pausing.PausedQueues(store, connection)
+        self.info: WorkerInfo | None = None
+        self._lock = threading.Lock()
+        self._recent: collections.deque[FinishedJob] = collections.deque(maxlen=RECENT_PER_WORKER)
+        self._recent_version = 0
+        self._written_version = 0
+        self._job_started_at = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._failing = False
+
+    # -- the hooks ------------------------------------------------------------------------------
+    def worker_started(self, worker: Worker) -> None:
+        self.info = WorkerInfo(name=worker.options.name, host=socket.gethostname(), pid=os.getpid(),
+                               connection=self.connection, queues=tuple(worker.queues),
+                               started_at=time.time())
+        self._thread = threading.Thread(target=self._report, args=(worker,), daemon=True,
+                                        name="eventbus-monitor")
+        self._thread.start()
+
+    def worker_stopped(self, worker: Worker, status: int) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(STOP_GRACE_S)
+
+    def job_started(self, worker: Worker, job: QueueJob) -> None:
+        now = time.time()
+        self._job_started_at = now
+        self._update(job=CurrentJob(name=job_name(job), uuid=job.uuid, queue=job.queue_name,
+                                    attempt=job.attempts, started_at=now), status="working")
+
+    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+                     exc: BaseException | None) -> None:
+        status, name = status_of(outcome), job_name(job)
+        wait_s = None
+        if job.attempts <= 1:
+            pushed = pushed_at_of(job.raw)
+            wait_s = max(self._job_started_at - pushed, 0.0) if pushed else None
+        self.recorder.record(job.queue_name, name, status, runtime_s, wait_s)
+        finished = FinishedJob(uuid=job.uuid, name=name, queue=job.queue_name, status=status,
+                               attempt=job.attempts, runtime_s=runtime_s, wait_s=wait_s,
+                               finished_at=time.time(), worker=worker.options.name,
+                               connection=self.connection)
+        with self._lock:
+            self._recent.appendleft(finished)
+            self._recent_version += 1
+        self._update(job=None, status="idle", processed=1 if status != "released" else 0,
+                     failed=1 if status == "failed" else 0)
+
+    def paused_queues(self, worker: Worker) -> frozenset[str] | None:
+        try:
+            return self.paused.current()
+        except EventBusError as exc:
+            log.debug("cannot read paused queues: %s", exc)
+            return None
+
+    # -- the background thread ------------------------------------------------------------------
+    def _update(self, *, job: CurrentJob | None, status: str, processed: int = 0, failed: int = 0) -> None:
+        with self._lock:
+            if self.info is not None:
+                self.info = dataclasses.replace(self.info, job=job, status=status,
+                                                processed=self.info.processed + processed,
+                                                failed=self.info.failed + failed)
+
+    def snapshot(self, worker: Worker) -> tuple[WorkerInfo | None, list[FinishedJob] | None, int]:
+        """The entry to write now, the recent jobs if they changed since the last write, and
+        their version (see :meth:`_heartbeat`)."""
+        with self._lock:
+            info = self.info
+            if info is None:
+                return None, None, 0
+            status = info.status
+            if info.job is None and (worker.paused or set(worker.queues) <= worker.paused_queues):
+                status = "paused"
+            info = dataclasses.replace(info, status=status, last_heartbeat=time.time())
+            changed = self._recent_version != self._written_version
+            return info, list(self._recent) if changed else None, self._recent_version
+
+    def _report(self, worker: Worker) -> None:
+        flushed_at = time.monotonic()
+        self._safely(lambda: self._heartbeat(worker))  # visible at once, not after a heartbeat
+        while not self._stop.wait(self.heartbeat_s):
+            self._safely(lambda: self._heartbeat(worker))
+            if time.monotonic() - flushed_at >= self.flush_s:
+                flushed_at = time.monotonic()
+                self._safely(lambda: self.recorder.flush(self.store))
+        self._safely(lambda: self.recorder.flush(self.store))
+        self._safely(lambda: self._heartbeat(worker, final=True))
+
+    def _heartbeat(self, worker: Worker, final: bool = False) -> None:
+        info, recent, version = self.snapshot(worker)
+        if info is None:
+            return
+        if not final or recent is not None:
+            self.registry.heartbeat(info, recent)
+        with self._lock:
+            self._written_version = max(self._written_version, version)
+        if final:
+            self.registry.remove(info)
+
+    def _safely(self, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except Exception as exc:  # a broken store must never stop the worker
+            if not self._failing:
+                log.warning("worker monitoring cannot write to the state store of %r (retrying): %s",
+                            self.connection, exc)
+            self._failing = True
+            return
+        if self._failing:
+            log.info("worker monitoring writes to the state store of %r again", self.connection)
+        self._failing = False
+
+
+def default_observers(queue: Queue, store: StateStore) -> list[WorkerObserver]:
+    """What ``eventbus work`` watches a worker with: the monitor (and tracing when enabled)."""
+    observers: list[WorkerObserver] = [WorkerMonitor(store, queue.connection_name)]
+    if otel.enabled():
+        observers.append(otel.ProcessTracer())
+    return observers

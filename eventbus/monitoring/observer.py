@@ -1,0 +1,75 @@
+"""What a worker tells the code that watches it: the :class:`WorkerObserver` hooks.
+
+The worker calls these hooks at fixed moments and nothing else: when it starts and stops, before
+and after each job, and on its once-a-second signal check (which also asks which queues are
+paused). Monitoring (the registry, metrics, paused queues), Prometheus and tracing are observers.
+A hook must be cheap (no round trip per job) and must not raise: :class:`Observers` logs an
+observer's exception and goes on, so watching a worker can never break it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eventbus.processing import Outcome
+    from eventbus.queue.base import QueueJob
+    from eventbus.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+class WorkerObserver:
+    """Hooks a worker calls; each does nothing here. Subclass and override what you need."""
+
+    def worker_started(self, worker: Worker) -> None:
+        """The worker checked its connection and is about to take its first job."""
+
+    def worker_stopped(self, worker: Worker, status: int) -> None:
+        """The worker is about to exit with ``status`` (not called for a hard exit)."""
+
+    def job_started(self, worker: Worker, job: QueueJob) -> None:
+        """A job was reserved and is about to be processed (in the worker's main thread)."""
+
+    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+                     exc: BaseException | None) -> None:
+        """A job's attempt ended: done, released or failed."""
+
+    def paused_queues(self, worker: Worker) -> frozenset[str] | None:
+        """Queues the worker must skip, or None for "no opinion" (asked once a second)."""
+        return None
+
+
+class Observers(WorkerObserver):
+    """Several observers as one; an observer that raises is logged and skipped."""
+
+    def __init__(self, observers: Sequence[WorkerObserver] = ()) -> None:
+        self.observers = list(observers)
+
+    def _each(self, hook: str, *args: object) -> list[object]:
+        results = []
+        for observer in self.observers:
+            try:
+                results.append(getattr(observer, hook)(*args))
+            except Exception:
+                log.exception("worker observer %s failed in %s", type(observer).__name__, hook)
+        return results
+
+    def worker_started(self, worker: Worker) -> None:
+        self._each("worker_started", worker)
+
+    def worker_stopped(self, worker: Worker, status: int) -> None:
+        self._each("worker_stopped", worker, status)
+
+    def job_started(self, worker: Worker, job: QueueJob) -> None:
+        self._each("job_started", worker, job)
+
+    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+                     exc: BaseException | None) -> None:
+        self._each("job_finished", worker, job, outcome, runtime_s, exc)
+
+    def paused_queues(self, worker: Worker) -> frozenset[str] | None:
+        answers = [a for a in self._each("paused_queues", worker) if isinstance(a, frozenset)]
+        return frozenset().union(*answers) if answers else None
