@@ -21,8 +21,11 @@ KILLED: list[str] = []
 
 
 def _kill_eventbus_clients(admin: redis.Redis) -> None:
+    """Kill this test's worker connections: eventbus clients on the test's own database only
+    (other suites may share the server)."""
+    db = str(admin.connection_pool.connection_kwargs.get("db", 0))
     for client in admin.client_list():
-        if client.get("name", "").startswith("eventbus:"):
+        if client.get("name", "").startswith("eventbus:") and str(client.get("db")) == db:
             try:
                 admin.client_kill_filter(_id=client["id"])
                 KILLED.append(client["name"])
