@@ -50,6 +50,7 @@ from eventbus.queue.base import Queue, QueueJob
 from eventbus.queue.drivers import register_driver
 from eventbus.registry import serializable, trust
 from eventbus.runtime import configure, connection, failed_store, settings
+from eventbus.scheduling import Schedule, schedule
 from eventbus.serializer import register_model
 from eventbus.transactions import after_commit
 from eventbus.worker import Worker, WorkerOptions
@@ -85,6 +86,7 @@ __all__ = [
     "QueueBusy",
     "QueueJob",
     "RateLimited",
+    "Schedule",
     "SerializationError",
     "Skip",
     "SkipIfBatchCancelled",
@@ -120,6 +122,7 @@ __all__ = [
     "register_driver",
     "register_handler",
     "register_model",
+    "schedule",
     "serializable",
     "settings",
     "subscribe",

@@ -10,11 +10,11 @@ from importlib.metadata import entry_points
 
 import click
 
-from eventbus.cli import batches, failed, observe, queues, work, workers
+from eventbus.cli import batches, failed, observe, queues, schedule, work, workers
 from eventbus.cli.base import app_option, load_app, main, say
 
 __all__ = ["app_option", "batches", "failed", "load_app", "load_commands", "main", "observe", "queues",
-           "run", "say", "work", "workers"]
+           "run", "say", "schedule", "work", "workers"]
 
 
 def load_commands() -> None:
