@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import email
 import email.policy
 import os
@@ -9,7 +10,9 @@ import signal
 import socket
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from helpers import ROOT
@@ -66,3 +69,25 @@ def python_path(*paths: Any) -> str:
 
 
 PYTHON = sys.executable
+
+
+@contextlib.contextmanager
+def serving(app: Any, timeout_s: float = 30.0) -> Iterator[str]:
+    """Serve the ASGI ``app`` with uvicorn on a free port of 127.0.0.1 in a thread (its lifespan
+    included) until the block ends; yield its base URL."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + timeout_s
+    while not server.started:
+        if not thread.is_alive() or time.monotonic() > deadline:
+            raise AssertionError("uvicorn did not start")
+        time.sleep(0.01)
+    port = server.servers[0].sockets[0].getsockname()[1]
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout_s)
