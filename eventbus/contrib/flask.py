@@ -17,8 +17,9 @@
 - Every queued job, queued listener and queued notification runs inside a fresh app context of
   this app (one per job, entered before the payload is decoded), so ``current_app``, ``db.session``
   and the extensions work in the worker, and Flask-SQLAlchemy's session is removed after each job.
-- Mapped models (Flask-SQLAlchemy's ``db.Model`` included) travel by primary key with no
-  ``register_model`` call and are loaded with ``db.session`` in the job's app context.
+- Mapped models travel by primary key with no ``register_model`` call; Flask-SQLAlchemy's
+  (``db.Model``) are loaded with ``db.session`` in the job's app context (plain SQLAlchemy ones
+  through :func:`eventbus.contrib.sqlalchemy.use_sessions`).
 - Pushes marked ``after_commit`` made while ``db.session`` has a transaction open go out when it
   commits and are dropped when it rolls back.
 - ``flask eventbus work|failed|retry|size|migrate|...``: the ``eventbus`` commands, on this app
@@ -121,6 +122,10 @@ def _app_context() -> contextlib.AbstractContextManager[Any]:
     return app.app_context() if app is not None else contextlib.nullcontext()
 
 
+def _is_flask_sqlalchemy_model(cls: type) -> bool:
+    return hasattr(cls, "__fsa__")
+
+
 def _flask_sqlalchemy_session() -> orm.Session:
     """``db.session`` of the current app (the session of the job's app context)."""
     db = current_app.extensions.get("sqlalchemy")
@@ -144,10 +149,9 @@ def _install() -> None:
     except ImportError:
         return
     eventbus_sqlalchemy.follow_transactions(FlaskSQLAlchemySession)
-    if eventbus_sqlalchemy.session_factory() is None:
-        # Flask-SQLAlchemy removes its session when the job's app context ends.
-        eventbus_sqlalchemy.use_sessions(_flask_sqlalchemy_session, close_after_jobs=False,
-                                         after_commit=False)
+    # Flask-SQLAlchemy removes its session when the job's app context ends.
+    eventbus_sqlalchemy.use_sessions(_flask_sqlalchemy_session, models=_is_flask_sqlalchemy_model,
+                                     close_after_jobs=False, after_commit=False)
 
 
 @click.command("eventbus", add_help_option=False,

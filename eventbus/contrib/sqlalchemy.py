@@ -45,84 +45,97 @@ __all__ = ["follow_transactions", "job_session", "session_factory", "skip_eventb
            "sql_metadata", "use_sessions"]
 
 SessionFactory = Callable[[], orm.Session]
+ModelTest = Callable[[type], bool]
 
 
-@dataclasses.dataclass
-class _Config:
-    factory: SessionFactory | None = None
-    close_after_jobs: bool = True
-    installed: bool = False
+@dataclasses.dataclass(frozen=True)
+class _Source:
+    """Where the models that ``models`` accepts (every model, when None) are loaded."""
+
+    factory: SessionFactory
+    close_after_jobs: bool
+    models: ModelTest | None
 
 
-_config = _Config()
+_sources: list[_Source] = []  # those for some models first, then the one for every model
+_installed = False
 
 
-def use_sessions(factory: SessionFactory, *, close_after_jobs: bool = True,
-                 after_commit: bool = True) -> None:
+def use_sessions(factory: SessionFactory, *, models: ModelTest | None = None,
+                 close_after_jobs: bool = True, after_commit: bool = True) -> None:
     """Load mapped instances in the worker through sessions made by ``factory``.
 
     ``factory`` is a ``sessionmaker``, a ``scoped_session`` or any callable returning a
-    ``Session``. With ``close_after_jobs`` (the default) the session a job used is closed (a
+    ``Session``. It serves every mapped class, or only those for which ``models(cls)`` is true
+    (such factories are asked first; Flask-SQLAlchemy's models get ``db.session`` this way).
+    With ``close_after_jobs`` (the default) the session a job used is closed (a
     ``scoped_session`` is removed) when the job ends; turn it off when the framework does that
     itself (Flask-SQLAlchemy at the end of each app context). With ``after_commit`` (the default)
     the factory's sessions hold ``after_commit`` pushes until they commit (a plain callable
     cannot be listened to: call :func:`follow_transactions` on its sessionmaker yourself).
-    Calling it again replaces the factory.
+    Calling it again for the same ``models`` replaces the factory.
     """
-    _config.factory = factory
-    _config.close_after_jobs = close_after_jobs
-    if not _config.installed:
+    global _installed
+    source = _Source(factory, close_after_jobs, models)
+    _sources[:] = [s for s in _sources if s.models is not models]
+    _sources.insert(len(_sources) if models is None else 0, source)
+    if not _installed:
         register_model_resolver(adapter_for_mapped_class)
         runtime.around_jobs(_sessions_of_one_job)
-        _config.installed = True
+        _installed = True
     if after_commit and isinstance(factory, (orm.sessionmaker, orm.scoped_session, type)):
         follow_transactions(factory)
 
 
 def session_factory() -> SessionFactory | None:
-    """The factory given to :func:`use_sessions`, if any."""
-    return _config.factory
+    """The factory given to :func:`use_sessions` for every model, if any."""
+    return next((s.factory for s in _sources if s.models is None), None)
+
+
+def _source_for(cls: type | None) -> _Source:
+    for source in _sources:
+        if source.models is None or (cls is not None and source.models(cls)):
+            return source
+    raise ConfigurationError("no SQLAlchemy session factory: call "
+                             "eventbus.contrib.sqlalchemy.use_sessions(your_sessionmaker) in the "
+                             "module the worker imports (--app)")
 
 
 # -- one session per job --------------------------------------------------------------------------
 
-@dataclasses.dataclass
-class _JobSessions:
-    session: orm.Session | None = None
-
-
-_current: contextvars.ContextVar[_JobSessions | None] = contextvars.ContextVar(
+_current: contextvars.ContextVar[dict[_Source, orm.Session] | None] = contextvars.ContextVar(
     "eventbus_sqlalchemy_job", default=None)
 
 
 @contextlib.contextmanager
 def _sessions_of_one_job() -> Iterator[None]:
-    """The job scope: the session a job opens (by loading a model, or through
-    :func:`job_session`) is closed when the job ends."""
-    state = _JobSessions()
-    token = _current.set(state)
+    """The job scope: the sessions a job opens (by loading models, or through
+    :func:`job_session`) are closed when the job ends."""
+    opened: dict[_Source, orm.Session] = {}
+    token = _current.set(opened)
     try:
         yield
     finally:
         _current.reset(token)
-        if state.session is not None and _config.close_after_jobs:
-            _close(state.session)
+        for source, session in opened.items():
+            if source.close_after_jobs:
+                _close(source, session)
 
 
-def _close(session: orm.Session) -> None:
-    factory = _config.factory
-    if isinstance(factory, orm.scoped_session):
-        factory.remove()
+def _close(source: _Source, session: orm.Session) -> None:
+    if isinstance(source.factory, orm.scoped_session):
+        source.factory.remove()
     else:
         session.close()
 
 
-def _new_session() -> orm.Session:
-    if _config.factory is None:
-        raise ConfigurationError("no SQLAlchemy session factory: call "
-                                 "eventbus.contrib.sqlalchemy.use_sessions(your_sessionmaker) in "
-                                 "the module the worker imports (--app)")
-    return _config.factory()
+def _job_session_of(source: _Source) -> orm.Session:
+    opened = _current.get()
+    if opened is None:
+        raise EventBusError("job_session() is only available while a queued job runs")
+    if source not in opened:
+        opened[source] = source.factory()
+    return opened[source]
 
 
 def job_session() -> orm.Session:
@@ -131,12 +144,9 @@ def job_session() -> orm.Session:
     Write through it inside a job and commit it yourself; it is closed when the job ends.
     Outside a job there is none: that is an :class:`~eventbus.EventBusError`.
     """
-    state = _current.get()
-    if state is None:
+    if _current.get() is None:
         raise EventBusError("job_session() is only available while a queued job runs")
-    if state.session is None:
-        state.session = _new_session()
-    return state.session
+    return _job_session_of(_source_for(None))
 
 
 # -- models by key ---------------------------------------------------------------------------------
@@ -170,7 +180,8 @@ def load_by_key(cls: type, key: Any) -> Any:
     once: the instance comes back detached, its loaded columns readable.
     """
     ident = tuple(key) if isinstance(key, list) else key
+    source = _source_for(cls)
     if _current.get() is not None:
-        return job_session().get(cls, ident)
-    with _new_session() as session:
+        return _job_session_of(source).get(cls, ident)
+    with source.factory() as session:
         return session.get(cls, ident)

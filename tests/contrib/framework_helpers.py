@@ -43,9 +43,11 @@ def free_port() -> int:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """This process's environment without eventbus settings (test URLs kept), plus ``extra``."""
+    """This process's environment without eventbus settings (test URLs kept) nor the framework
+    apps the tests set up here, plus ``extra``."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith("EVENTBUS_") or k.startswith("EVENTBUS_TEST_")}
+           if (not k.startswith("EVENTBUS_") or k.startswith("EVENTBUS_TEST_"))
+           and k not in ("DJANGO_SETTINGS_MODULE", "FLASK_APP")}
     env.update(extra)
     return env
 

@@ -25,7 +25,7 @@ def bind(url: str) -> sa.Engine:
     return engine
 
 
-engine = bind(os.environ.get("SA_TEST_DB_URL", "sqlite:///sa_app.sqlite3"))
+engine = bind(os.environ.get("SA_TEST_DB_URL", "sqlite://"))
 
 
 class Base(DeclarativeBase):
