@@ -23,7 +23,7 @@ from eventbus.contrib.starlette import (
     mount_dashboard,
 )
 
-__all__ = ["DASHBOARD_MODULE", "AsyncBus", "EventBusDep", "adispatch", "adispatch_many", "aemit",
+__all__ = ["AsyncBus", "DASHBOARD_MODULE", "EventBusDep", "adispatch", "adispatch_many", "aemit",
            "get_eventbus", "lifespan", "mount_dashboard"]
 
 #: ``bus: EventBusDep`` in a route's signature: the :class:`AsyncBus` from :func:`get_eventbus`.

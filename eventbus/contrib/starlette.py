@@ -39,7 +39,7 @@ from eventbus.contrib.aio import adispatch, adispatch_many, aemit, offload
 from eventbus.errors import MissingDependencyError
 from eventbus.queue.base import Delay
 
-__all__ = ["DASHBOARD_MODULE", "AsyncBus", "adispatch", "adispatch_many", "aemit", "get_eventbus",
+__all__ = ["AsyncBus", "DASHBOARD_MODULE", "adispatch", "adispatch_many", "aemit", "get_eventbus",
            "lifespan", "mount_dashboard"]
 
 Lifespan = Callable[[Any], contextlib.AbstractAsyncContextManager[Any]]

@@ -34,4 +34,5 @@ APP_LISTENERS = [(reg.key, reg.listener) for regs in bus.listening().values() fo
 
 def listen_again() -> None:
     for key, listener in APP_LISTENERS:
+        bus.forget(key, listener)
         bus.listen(key, listener)

@@ -36,8 +36,9 @@ def test_an_order_shipped_in_the_app_reaches_the_customer_by_mail_sms_and_databa
     env = clean_env(PYTHONPATH=python_path(HERE, django_setup.SHOP), PYTHONWARNINGS="error",
                     DJANGO_SETTINGS_MODULE="django_test_settings", EVENTBUS_MAIL_URL=mail_url)
     assert env["EVENTBUS_TEST_DJANGO_DIR"] == os.environ["EVENTBUS_TEST_DJANGO_DIR"]
+    # Two supervised workers: fresh processes that set Django up from DJANGO_SETTINGS_MODULE.
     worker = run_process([PYTHON, str(django_setup.SHOP / "manage.py"), "eventbus", "work",
-                          "--stop-when-empty", "--sleep", "0"], env=env, cwd=tmp_path)
+                          "--processes", "2", "--stop-when-empty", "--sleep", "0"], env=env, cwd=tmp_path)
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert worker.stdout.count("DONE") == 4
     assert "django_shop.shop.listeners.NotifyCustomer [default]" in worker.stdout

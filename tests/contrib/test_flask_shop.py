@@ -32,8 +32,9 @@ def test_an_order_shipped_in_the_app_reaches_the_customer_by_mail_sms_and_databa
     assert eventbus.connection().size() == 1           # NotifyCustomer, pushed on commit
 
     env = clean_env(PYTHONPATH=python_path(SHOP), PYTHONWARNINGS="error", **settings)
+    # Two supervised workers: fresh processes that load the Flask app from FLASK_APP.
     worker = run_process([PYTHON, "-m", "flask", "--app", "flask_shop", "eventbus", "work",
-                          "--stop-when-empty", "--sleep", "0"], env=env, cwd=tmp_path)
+                          "--processes", "2", "--stop-when-empty", "--sleep", "0"], env=env, cwd=tmp_path)
     assert worker.returncode == 0, worker.stdout + worker.stderr
     assert worker.stdout.count("DONE") == 4 and "flask_shop.shop.NotifyCustomer [default]" in worker.stdout
     assert "sms to +15550100" in worker.stderr
