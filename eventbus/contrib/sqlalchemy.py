@@ -48,7 +48,7 @@ SessionFactory = Callable[[], orm.Session]
 ModelTest = Callable[[type], bool]
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True, eq=False)
 class _Source:
     """Where the models that ``models`` accepts (every model, when None) are loaded."""
 
