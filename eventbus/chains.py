@@ -19,10 +19,10 @@ from eventbus.dispatching import (
     holds_until_commit,
     make_payload,
     option,
+    push_after_commit,
     push_unique,
 )
 from eventbus.payload import Payload
-from eventbus.transactions import defer_if_in_transaction, in_after_commit_block
 
 Step = dict[str, Any]
 
@@ -59,9 +59,8 @@ class PendingChain:
         """Push the first job, carrying the others. The chain's ``queue``/``connection`` apply
         only to steps that name none of their own."""
         first, payload, destination = self.first_payload(queue, connection)
-        if holds_until_commit(first, after_commit) and in_after_commit_block():
-            defer_if_in_transaction(lambda: push_unique(payload, destination, first))
-            return payload.uuid
+        if holds_until_commit(first, after_commit):
+            return push_after_commit(payload, destination, first)
         return push_unique(payload, destination, first)
 
     def first_payload(self, queue: str | None, connection: str | None,

@@ -32,7 +32,7 @@ from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, QueueJob, delay_seconds
 from eventbus.runtime import connection as get_connection
 from eventbus.runtime import settings
-from eventbus.transactions import defer_if_in_transaction, in_after_commit_block
+from eventbus.transactions import defer_if_in_transaction
 
 # -- payload building ---------------------------------------------------------------------------
 
@@ -152,12 +152,11 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     Inside :func:`bulk_pushes` a push that is due now is collected instead, to go out with the
     others in one round trip per queue when the block ends.
     """
-    for intercept in push_interceptors:
-        if intercept(command, destination, payload):
-            return payload.uuid
     buffer = _bulk_buffer.get()
-    if buffer is not None and destination.delay <= 0:
-        buffer.append((payload, destination))
+    if buffer is not None and (destination.delay <= 0 or buffer.include_delayed):
+        buffer.items.append((payload, destination, command))
+        return payload.uuid
+    if intercepted(command, destination, payload):
         return payload.uuid
     queue = get_connection(destination.connection)
     if queue.runs_inline:
@@ -176,9 +175,42 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     return payload.uuid
 
 
-Collected = list[tuple[Payload, Destination]]
-_bulk_buffer: contextvars.ContextVar[Collected | None] = contextvars.ContextVar(
+Collected = list[tuple[Payload, Destination, Any]]
+
+
+def intercepted(command: Any, destination: Destination, payload: Payload) -> bool:
+    """Whether a fake (or another interceptor) took the push instead of a driver."""
+    return any(intercept(command, destination, payload) for intercept in push_interceptors)
+
+
+@dataclasses.dataclass
+class _Buffer:
+    items: Collected
+    include_delayed: bool
+
+
+_bulk_buffer: contextvars.ContextVar[_Buffer | None] = contextvars.ContextVar(
     "eventbus_bulk_pushes", default=None)
+
+
+@contextlib.contextmanager
+def collecting_pushes(*, include_delayed: bool = False) -> Iterator[Collected]:
+    """Collect the pushes made inside the block instead of making them; yields the list.
+
+    The caller sends them later with :func:`push_collected` (an async caller, off its loop).
+    Without ``include_delayed`` delayed jobs are pushed at once, as they come. Blocks nest:
+    inside an outer one, pushes go to the outer one's list.
+    """
+    outer = _bulk_buffer.get()
+    if outer is not None:
+        yield []
+        return
+    collected: Collected = []
+    token = _bulk_buffer.set(_Buffer(collected, include_delayed))
+    try:
+        yield collected
+    finally:
+        _bulk_buffer.reset(token)
 
 
 @contextlib.contextmanager
@@ -192,22 +224,22 @@ def bulk_pushes() -> Iterator[None]:
     dispatched); use ``after_commit`` for pushes that depend on a transaction. Blocks nest: the
     outermost one sends.
     """
-    if _bulk_buffer.get() is not None:
-        yield
-        return
-    collected: Collected = []
-    token = _bulk_buffer.set(collected)
-    try:
-        yield
-    finally:
-        _bulk_buffer.reset(token)
-        push_collected(collected)
+    with collecting_pushes() as collected:
+        try:
+            yield
+        finally:
+            push_collected(collected)
 
 
 def push_collected(collected: Collected) -> None:
     """Push collected payloads grouped by connection and queue, one bulk call per group."""
     groups: dict[tuple[str, str | None], list[Payload]] = {}
-    for payload, destination in collected:
+    for payload, destination, command in collected:
+        if destination.delay > 0:
+            push_payload(payload, destination, command)
+            continue
+        if intercepted(command, destination, payload):
+            continue
         groups.setdefault((destination.connection, destination.queue), []).append(payload)
     for (conn, queue_name), payloads in groups.items():
         queue = get_connection(conn)
@@ -329,10 +361,22 @@ def dispatch(job: Any, *, queue: str | None = None, delay: Delay | None = None,
     destination = Destination.of(job, queue=queue, delay=delay, connection=connection)
     lock = unique.lock_for(job, command_name(job), destination.connection)
     payload = make_payload(job, unique=lock)
-    if holds_until_commit(job, after_commit) and in_after_commit_block():
-        defer_if_in_transaction(lambda: push_unique(payload, destination, job))
-        return payload.uuid
+    if holds_until_commit(job, after_commit):
+        return push_after_commit(payload, destination, job)
     return push_unique(payload, destination, job)
+
+
+def push_after_commit(payload: Payload, destination: Destination, command: Any) -> str | None:
+    """Push when the enclosing transaction commits (an ``after_commit`` block, or a framework's
+    transaction), or now when there is none. Returns the uuid; None when a push made now found
+    a unique job's lock taken."""
+    outcome: list[str | None] = [payload.uuid]
+
+    def push() -> None:
+        outcome[0] = push_unique(payload, destination, command)
+
+    defer_if_in_transaction(push)
+    return outcome[0]
 
 
 def push_unique(payload: Payload, destination: Destination, command: Any) -> str | None:

@@ -16,34 +16,41 @@ from eventbus.errors import UnsafePayloadError
 from eventbus.middleware.pipeline import middleware_for, run_through
 from eventbus.payload import HANDLER_NAME, Payload, verify
 from eventbus.queue.base import QueueJob
-from eventbus.runtime import settings
+from eventbus.runtime import job_scope, settings
 
 log = logging.getLogger(__name__)
 
 
 class CallQueuedHandler:
     """Decode a command and run it. The caller deletes the queue entry afterwards, unless the
-    command released, deleted or failed it (after pushing the next job of its chain)."""
+    command released, deleted or failed it (after pushing the next job of its chain).
+
+    Both run inside the integrations' job scopes (:func:`eventbus.runtime.around_jobs`), which
+    are entered before the command is decoded, so models load inside an app context or a
+    per-job session that is closed when the job ends.
+    """
 
     def call(self, job: QueueJob, data: dict[str, Any]) -> None:
-        command = self.resolve_command(data)
-        command._queue_job = job
-        lock = job.payload().unique
-        if lock is not None and lock["untilProcessing"]:
-            unique.release(lock, job.uuid)  # another one may be queued while this one runs
-        run_through(command, middleware_for(command, settings().middleware), run_command)
-        if lock is not None and not job.released:
-            unique.release(lock, job.uuid)
+        with job_scope():
+            command = self.resolve_command(data)
+            command._queue_job = job
+            lock = job.payload().unique
+            if lock is not None and lock["untilProcessing"]:
+                unique.release(lock, job.uuid)  # another one may be queued while this one runs
+            run_through(command, middleware_for(command, settings().middleware), run_command)
+            if lock is not None and not job.released:
+                unique.release(lock, job.uuid)
 
     def failed(self, data: dict[str, Any], exc: BaseException, job: QueueJob | None = None) -> None:
         """Release a unique job's lock, then call the command's ``failed(exc)`` hook, if it has one."""
         if job is not None:
             unique.release(job.payload().unique, job.uuid)
-        command = self.resolve_command(data)
-        command._queue_job = job
-        hook = getattr(command, "failed", None)
-        if callable(hook):
-            aio.resolve(hook(exc))
+        with job_scope():
+            command = self.resolve_command(data)
+            command._queue_job = job
+            hook = getattr(command, "failed", None)
+            if callable(hook):
+                aio.resolve(hook(exc))
 
     @staticmethod
     def resolve_command(data: dict[str, Any]) -> Any:

@@ -10,6 +10,8 @@ keeping caches of its own. Add-ons join in with hooks:
   hook registered later is called at once with the current settings.
 - :func:`on_reset` — drop what was built from the old settings (cached mail transports).
 - :func:`on_migrate` — create tables (``eventbus migrate``); returns lines to print.
+- :func:`around_jobs` — a context manager every queued command runs inside, from decoding its
+  payload to its end (a Flask app context, a per-job ORM session); see :func:`job_scope`.
 
 Nothing here runs at import time: the environment is read by :func:`configure` or, without it,
 by the first :func:`settings` call.
@@ -17,8 +19,9 @@ by the first :func:`settings` call.
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from eventbus import registry, sql
@@ -31,6 +34,7 @@ from eventbus.state.base import StateStore
 ConfigureHook = Callable[[Settings], None]
 ResetHook = Callable[[], None]
 MigrateHook = Callable[[], Iterable[str]]
+JobScope = Callable[[], contextlib.AbstractContextManager[Any]]
 
 _lock = threading.RLock()
 _settings: Settings | None = None
@@ -40,6 +44,7 @@ _states: dict[str, StateStore] = {}
 _configure_hooks: list[ConfigureHook] = []
 _reset_hooks: list[ResetHook] = []
 _migrate_hooks: list[MigrateHook] = []
+_job_scopes: list[JobScope] = []
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -180,6 +185,37 @@ def on_migrate(hook: MigrateHook) -> MigrateHook:
     return hook
 
 
+def around_jobs(scope: JobScope) -> JobScope:
+    """Run every queued command inside ``scope()``, a context manager made afresh for each job.
+
+    It is entered before the payload's command is decoded (so models load inside it) and left
+    when the command returned or raised; its ``failed()`` hook gets a scope of its own. The
+    first scope registered is the outermost. Framework integrations use it for what a job needs
+    around it and must tidy up after: an app context, a per-job ORM session, stale connections.
+    """
+    with _lock:
+        _job_scopes.append(scope)
+    return scope
+
+
+def forget_around_jobs(scope: JobScope) -> None:
+    """Stop running jobs inside ``scope`` (registered with :func:`around_jobs`)."""
+    with _lock:
+        if scope in _job_scopes:
+            _job_scopes.remove(scope)
+
+
+@contextlib.contextmanager
+def job_scope() -> Iterator[None]:
+    """Every :func:`around_jobs` scope, outermost first; they are left in reverse order."""
+    with _lock:
+        scopes = list(_job_scopes)
+    with contextlib.ExitStack() as stack:
+        for scope in scopes:
+            stack.enter_context(scope())
+        yield
+
+
 # -- resetting --------------------------------------------------------------------------------
 
 def _close_built() -> None:
@@ -197,6 +233,13 @@ def _close_built() -> None:
         store.close()
     for hook in list(_reset_hooks):
         hook()
+
+
+def close() -> None:
+    """Close every connection, store and engine built so far; the settings stay (a web app's
+    shutdown). The next use builds them again."""
+    _close_built()
+    sql.reset()
 
 
 def reset() -> None:

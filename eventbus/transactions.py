@@ -15,6 +15,10 @@ nest: the outermost one releases.
 
 The pending pushes live in a context variable, not a thread-local: under asyncio every task has
 its own, so one request's rollback never drops another request's jobs.
+
+Frameworks whose transactions have a commit callback of their own (Django's
+``transaction.on_commit``) join in with :func:`hold_pushes_with`: a push marked ``after_commit``
+that no block holds, and what a block releases, is offered to them first.
 """
 
 from __future__ import annotations
@@ -24,6 +28,9 @@ import contextvars
 from collections.abc import Callable, Iterator
 
 Push = Callable[[], object]
+#: ``holder(push)`` returns True when it took ``push`` to run once its own transaction commits.
+Holder = Callable[[Push], bool]
+_holders: list[Holder] = []
 
 _pending: contextvars.ContextVar[tuple[list[Push], ...]] = contextvars.ContextVar(
     "eventbus_after_commit", default=())
@@ -43,7 +50,7 @@ def after_commit() -> Iterator[None]:
         outer[-1].extend(held)
         return
     for push in held:
-        push()
+        _release(push)
 
 
 class Hold:
@@ -77,17 +84,39 @@ class Hold:
             stack[-1].extend(self.pushes)
             return
         for push in self.pushes:
-            push()
+            _release(push)
 
 
 def in_after_commit_block() -> bool:
     return bool(_pending.get())
 
 
+def hold_pushes_with(holder: Holder) -> Holder:
+    """Offer ``after_commit`` pushes that no block holds to ``holder`` (a framework's own
+    transactions): ``holder(push)`` returns True when it will run ``push`` on commit (and drop it
+    on rollback), False to let it go out now. Holders are asked in registration order."""
+    _holders.append(holder)
+    return holder
+
+
+def stop_holding_pushes_with(holder: Holder) -> None:
+    if holder in _holders:
+        _holders.remove(holder)
+
+
+def _release(push: Push) -> None:
+    """Push now, unless a framework transaction is still open around us and takes it."""
+    for holder in list(_holders):
+        if holder(push):
+            return
+    push()
+
+
 def defer_if_in_transaction(push: Push) -> None:
-    """Run ``push`` now, or hold it for the enclosing :func:`after_commit` block."""
+    """Run ``push`` now, or hold it for the enclosing :func:`after_commit` block (or a
+    framework transaction, see :func:`hold_pushes_with`)."""
     stack = _pending.get()
     if stack:
         stack[-1].append(push)
     else:
-        push()
+        _release(push)

@@ -26,7 +26,6 @@ from typing import Any
 
 from eventbus import runtime
 from eventbus.dispatching import after_failure, after_success, dispatch_next_in_chain
-from eventbus.display import printable
 from eventbus.event_bus import EventBus
 from eventbus.event_bus import bus as default_bus
 from eventbus.errors import (

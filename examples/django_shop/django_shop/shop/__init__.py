@@ -1,0 +1,1 @@
+"""The shop app: customers, orders, and what happens when an order ships."""

@@ -1,0 +1,1 @@
+"""Models the Django integration tests queue by key."""

@@ -1,0 +1,20 @@
+"""Django settings of the tests: the django_shop example's, plus a test app, with every file in
+the directory ``EVENTBUS_TEST_DJANGO_DIR`` names (so a worker process finds the same databases)."""
+
+import os
+from pathlib import Path
+
+from django_shop.settings import *  # noqa: F403
+
+DIR = Path(os.environ["EVENTBUS_TEST_DJANGO_DIR"])
+
+INSTALLED_APPS = [*INSTALLED_APPS, "django_test_app"]  # noqa: F405
+DATABASES = {
+    "default": {
+        "ENGINE": "django.db.backends.sqlite3",
+        "NAME": str(DIR / "shop.sqlite3"),
+        # The tests' database is this very file, so a worker process started by a test reads it.
+        "TEST": {"NAME": str(DIR / "shop.sqlite3")},
+    }
+}
+EVENTBUS = {"connections": {"database": {"driver": "database", "url": f"sqlite:///{DIR / 'eventbus.sqlite3'}"}}}
