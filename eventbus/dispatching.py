@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from eventbus import encryption, registry, serializer
-from eventbus.errors import SerializationError
+from eventbus.errors import ConfigurationError, SerializationError
 from eventbus.event_bus import bus
 from eventbus.events import JobQueued
 from eventbus.payload import Payload
@@ -27,6 +27,7 @@ from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, delay_seconds
 from eventbus.runtime import connection as get_connection
 from eventbus.runtime import settings
+from eventbus.timeouts import grace_s, timeout_conflict
 from eventbus.transactions import defer_if_in_transaction
 
 # -- payload building ---------------------------------------------------------------------------
@@ -140,6 +141,7 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     if queue.runs_inline:
         run_inline(queue, payload.to_json(), destination.queue)
         return payload.uuid
+    refuse_timeout_beyond_reservation(queue, payload)
     if destination.delay > 0:
         queue.later(destination.delay, payload, destination.queue)
     else:
@@ -147,6 +149,18 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     bus.emit(JobQueued(destination.connection, queue.queue_name(destination.queue), payload.uuid,
                        payload.display_name, destination.delay))
     return payload.uuid
+
+
+def refuse_timeout_beyond_reservation(queue: Queue, payload: Payload) -> None:
+    """A job's own timeout plus the watchdog grace must be below the connection's retry_after
+    (see :mod:`eventbus.timeouts`): refuse it here, where the mistake is made."""
+    if payload.timeout is None or not queue.holds_reservations:
+        return
+    problem = timeout_conflict(f"{payload.display_name}'s timeout", payload.timeout, grace_s(),
+                               queue.retry_after, queue.connection_name,
+                               "Lower the job's timeout or raise retry_after.")
+    if problem is not None:
+        raise ConfigurationError(problem, job_uuid=payload.uuid, connection=queue.connection_name)
 
 
 def push_raw(connection: str | None, raw: str, queue: str | None = None) -> str:
