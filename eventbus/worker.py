@@ -149,10 +149,10 @@ class Worker:
         """Refuse a timeout that, with the watchdog's grace, is not below retry_after: the job
         would run twice at once."""
         queue, o = self.queue, self.options
-        problem = queue.holds_reservations and timeout_conflict(
+        problem = timeout_conflict(
             "worker timeout", o.timeout_s, o.timeout_grace_s, queue.retry_after, queue.connection_name,
-            f"Lower --timeout (or {GRACE_ENV}) or raise retry_after.")
-        if problem:
+            f"Lower --timeout (or {GRACE_ENV}) or raise retry_after.") if queue.holds_reservations else None
+        if problem is not None:
             raise WorkerConfigurationError(problem, connection=queue.connection_name)
         if o.tries == 0:
             log.warning("tries=0: failing jobs are retried forever")
