@@ -23,7 +23,7 @@ from typing import Any
 from eventbus import encryption, registry, serializer, unique
 from eventbus.backoff import Exponential
 from eventbus.batch_store import BatchStore, Transitions, is_member, split_id
-from eventbus.errors import DeserializationError, SerializationError
+from eventbus.errors import ConfigurationError, DeserializationError, SerializationError
 from eventbus.event_bus import bus
 from eventbus.events import JobNotQueuedAsDuplicate, JobQueued
 from eventbus.integrations import otel
@@ -32,6 +32,7 @@ from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, QueueJob, delay_seconds
 from eventbus.runtime import connection as get_connection
 from eventbus.runtime import settings
+from eventbus.timeouts import grace_s, timeout_conflict
 from eventbus.transactions import defer_if_in_transaction
 
 # -- payload building ---------------------------------------------------------------------------
@@ -162,6 +163,7 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     if queue.runs_inline:
         run_inline(queue, payload.to_json(), destination.queue)
         return payload.uuid
+    refuse_timeout_beyond_reservation(queue, payload)
     with otel.sending(destination.connection, queue.queue_name(destination.queue),
                       payload.uuid) as trace_headers:
         if trace_headers:
@@ -258,6 +260,18 @@ def with_headers(payload: Payload, headers: dict[str, str]) -> Payload:
     payload = dataclasses.replace(payload, headers={**payload.headers, **headers}, signature=None)
     key = settings().key
     return payload.signed(key) if key else payload
+
+
+def refuse_timeout_beyond_reservation(queue: Queue, payload: Payload) -> None:
+    """A job's own timeout plus the watchdog grace must be below the connection's retry_after
+    (see :mod:`eventbus.timeouts`): refuse it here, where the mistake is made."""
+    if payload.timeout is None or not queue.holds_reservations:
+        return
+    problem = timeout_conflict(f"{payload.display_name}'s timeout", payload.timeout, grace_s(),
+                               queue.retry_after, queue.connection_name,
+                               "Lower the job's timeout or raise retry_after.")
+    if problem is not None:
+        raise ConfigurationError(problem, job_uuid=payload.uuid, connection=queue.connection_name)
 
 
 def push_raw(connection: str | None, raw: str, queue: str | None = None) -> str:

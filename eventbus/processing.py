@@ -1,23 +1,32 @@
 """What happens to one reserved job: Laravel's ``Worker::process`` as a few named decisions.
 
-Order on success: ``JobProcessing`` -> run -> ``JobProcessed``. On an exception: fail the job if
-it will exceed its tries, its ``retry_until`` or its ``max_exceptions`` (or it timed out and
-``fail_on_timeout`` is set), emit ``JobExceptionOccurred``, and release it with its backoff unless
-it was failed, deleted or released already. Failing a job: record it in the failed store, delete
-it (only while this worker holds it), call ``failed(exc)`` once, emit ``JobFailed``.
+Order on success: ``JobProcessing`` -> run -> acknowledge (continue the chain, delete the job)
+-> ``JobProcessed``. On an exception: fail the job if it will exceed its tries, its
+``retry_until`` or its ``max_exceptions`` (or it timed out and ``fail_on_timeout`` is set), emit
+``JobExceptionOccurred``, and release it with its backoff unless it was failed, deleted or
+released already. Failing a job: record it in the failed store and delete it in one fenced step
+(only while this worker holds it), call ``failed(exc)`` once, emit ``JobFailed``.
+
+Only the job's own code runs under its timeout (the ``SIGALRM`` interrupt and the worker's
+watchdog): the acknowledgement and every other call to a server come after both are disarmed,
+bounded by the driver's own socket timeouts, so a server that stalls cannot turn a finished job
+into a timed-out one.
 
 The collaborators are handed in, never looked up: the failed job store (``None`` keeps nothing,
-as the sync driver does), the event bus, and ``continue_chain``, which pushes the next job of a
-chain once a job succeeded (the worker and the sync dispatch pass the dispatcher's).
+as the sync driver does), the event bus, ``continue_chain``, which pushes the next job of a
+chain once a job succeeded (the worker and the sync dispatch pass the dispatcher's), and
+``watch``, the worker's watchdog.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import logging
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from eventbus import handler as handlers
@@ -25,6 +34,7 @@ from eventbus import registry
 from eventbus.event_bus import EventBus
 from eventbus.event_bus import bus as default_bus
 from eventbus.errors import (
+    ConfigurationError,
     DeserializationError,
     JobTimeoutError,
     MaxAttemptsExceededError,
@@ -37,13 +47,22 @@ from eventbus.events import (
     JobProcessing,
     JobReleasedAfterException,
 )
-from eventbus.failed.base import FailedJobStore, describe_exception
+from eventbus.failed.base import FailedJobStore, FailOutcome, describe_exception, record_for
 from eventbus.queue.base import QueueJob
-from eventbus.timeouts import interrupt_after
+from eventbus.timeouts import interrupt_after, timeout_conflict
 
 log = logging.getLogger(__name__)
 
 ChainPusher = Callable[[list[dict[str, Any]]], None]
+#: ``watch(timeout)``: a context in which the job's own code runs (the worker's watchdog ends a
+#: process whose job does not stop within its grace after ``timeout``).
+Watch = Callable[[float], AbstractContextManager[None]]
+
+
+def unwatched(timeout: float) -> AbstractContextManager[None]:
+    return contextlib.nullcontext()
+
+
 SuccessHook = Callable[[QueueJob], None]
 FailureHook = Callable[[QueueJob, BaseException], None]
 
@@ -65,15 +84,21 @@ class ProcessOptions:
     tries: int = 1
     backoff: tuple[float, ...] = (0.0,)
     timeout: float = 60.0
+    #: How long the watchdog lets a job run on after its timeout: a job's timeout plus this must
+    #: stay below the retry_after of a connection whose reservations expire.
+    grace: float = 0.0
 
 
 @dataclasses.dataclass(frozen=True)
 class Collaborators:
-    """What processing a job needs from outside: where failures go, where events go, chains."""
+    """What processing a job needs from outside: where failures go, where events go, chains,
+    and the watch under which the job's own code runs."""
 
     failed: FailedJobStore | None
     bus: EventBus
     continue_chain: ChainPusher
+    options: ProcessOptions = ProcessOptions()
+    watch: Watch = unwatched
     #: What a success or a final failure sets off beyond the job (batches, chain callbacks).
     after_success: SuccessHook = _nothing
     after_failure: FailureHook = _nothing
@@ -83,29 +108,30 @@ class Collaborators:
 
 
 def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | None,
-            continue_chain: ChainPusher, bus: EventBus = default_bus,
-            on_start: Callable[[float], None] | None = None, after_success: SuccessHook = _nothing,
+            continue_chain: ChainPusher, bus: EventBus = default_bus, watch: Watch = unwatched,
+            after_success: SuccessHook = _nothing,
             after_failure: FailureHook = _nothing) -> tuple[Outcome, BaseException | None]:
     """Run one reserved job under the rules above. Never raises for the job's own exceptions.
 
-    ``on_start(timeout)`` is told the attempt's timeout once the payload has been verified and
-    validated, just before the job runs (the worker's watchdog needs it).
+    A ConnectionUnavailableError raised while acknowledging a finished job propagates: the job
+    is done, but its reservation may expire and it may run again (at-least-once).
     """
-    ctx = Collaborators(failed, bus, continue_chain, after_success, after_failure)
+    ctx = Collaborators(failed, bus, continue_chain, options, watch, after_success, after_failure)
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         ctx.emit(JobProcessing(job.connection_name, job))
+        if job.failure is not None:
+            record_earlier_failure(job, ctx)
+            return Outcome.FAIL, None
         handler = accept(job)
         if fail_if_already_exceeds_max_attempts(job, options, ctx):
             return Outcome.FAIL, None
         timeout = timeout_for(job, options)
-        if on_start is not None:
-            on_start(timeout)
+        refused = refuse_if_it_could_outlive_its_reservation(job, timeout, options, ctx)
+        if refused is not None:
+            return Outcome.FAIL, refused
         started = time.perf_counter()
-        with interrupt_after(timeout, job.payload().display_name):
-            run_handler(job, handler, ctx)
-        ctx.emit(JobProcessed(job.connection_name, job, time.perf_counter() - started))
-        return outcome_of(job), None
+        run_handler(job, handler, timeout, ctx)
     except DeserializationError as exc:  # includes refused (unsafe) payloads: never retried
         fail_job(job, exc, ctx)
         return Outcome.FAIL, exc
@@ -118,6 +144,10 @@ def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | 
     except Exception as exc:
         handle_job_exception(job, exc, options, ctx)
         return outcome_of(job), exc
+    runtime_s = time.perf_counter() - started
+    acknowledge(job, ctx)
+    ctx.emit(JobProcessed(job.connection_name, job, runtime_s))
+    return outcome_of(job), None
 
 
 def accept(job: QueueJob) -> Any:
@@ -130,17 +160,42 @@ def accept(job: QueueJob) -> Any:
     return handlers.resolve(job.payload())
 
 
-def run_handler(job: QueueJob, handler: Any, ctx: Collaborators) -> None:
-    """Run the command; then continue its chain unless it failed or was released (Laravel's order)."""
+def refuse_if_it_could_outlive_its_reservation(job: QueueJob, timeout: float, options: ProcessOptions,
+                                               ctx: Collaborators) -> ConfigurationError | None:
+    """Fail, without running it, a job whose timeout plus the watchdog's grace is not below its
+    connection's retry_after: its reservation could expire while it runs and a second worker
+    would run it at once. (``dispatch`` refuses such a job already; this catches the others.)"""
+    queue = job.queue
+    if not queue.holds_reservations:
+        return None
+    problem = timeout_conflict(f"{job.payload().display_name}'s timeout", timeout, options.grace,
+                               queue.retry_after, queue.connection_name,
+                               "Lower the job's timeout or raise retry_after.")
+    if problem is None:
+        return None
+    exc = ConfigurationError(problem, job_uuid=job.uuid, queue=job.queue_name, connection=job.connection_name)
+    fail_job(job, exc, ctx)
+    return exc
+
+
+def run_handler(job: QueueJob, handler: Any, timeout: float, ctx: Collaborators) -> None:
+    """Run the command under its timeout: the interrupt, and the worker's watch around it."""
     data = job.document()["data"]
-    handler.call(job, data)
-    if not job.released and not job.failed:
-        chained = data.get("chained") or []
-        if chained:
-            ctx.continue_chain(chained)
-        ctx.after_success(job)
-        if not job.is_done:
-            job.delete()
+    with ctx.watch(timeout), interrupt_after(timeout, job.payload().display_name):
+        handler.call(job, data)
+
+
+def acknowledge(job: QueueJob, ctx: Collaborators) -> None:
+    """After the command returned, outside its timeout: continue its chain, then delete it, unless
+    it failed or was released (Laravel's order)."""
+    if job.released or job.failed:
+        return
+    chained = job.document()["data"].get("chained") or []
+    if chained:
+        ctx.continue_chain(chained)
+    ctx.after_success(job)
+    if not job.is_done:
+        job.delete()
 
 
 def deletes_when_missing_models(job: QueueJob) -> bool:
@@ -234,35 +289,57 @@ def handle_job_exception(job: QueueJob, exc: BaseException, options: ProcessOpti
 
 
 def fail_job(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
-    """Fail ``job`` for good: record it, delete it, call ``failed()`` once, emit ``JobFailed``.
+    """Fail ``job`` for good: record it and delete it, call ``failed()`` once, emit ``JobFailed``.
 
-    The record is written first, so a crash after it loses nothing. When the delete finds that
-    this worker no longer holds the reservation (it expired and another worker took the job), the
-    record is withdrawn and nothing else happens: the job belongs to the other worker now.
+    Recording and deleting are one fenced step (:meth:`FailedJobStore.fail_reserved`): a worker
+    that no longer holds the reservation (it expired and another worker took the job) writes no
+    record and calls nothing, the job belongs to the other worker now. When the failed store
+    does not answer, the job stays reserved with its failure beside it and is recorded when it
+    comes back (:func:`record_earlier_failure`); ``failed()`` and ``JobFailed`` happen now, once.
     """
     if job.failed:
         return
     job.mark_failed()
-    store = ctx.failed
-    record = None
-    if store is not None:
-        record = store.log(job.connection_name, job.queue_name, job.raw, describe_exception(exc),
-                           job.uuid)
-    if not job.delete():
-        if store is not None and record is not None:
-            store.forget(record.uuid)
-        log.warning("job %s was taken over by another worker before it could be failed", job.uuid)
+    if record_failure(job, describe_exception(exc), ctx) is FailOutcome.NOT_HELD:
         return
     job.queue.forget_exceptions(job.uuid)
-    call_failed_hook(job, exc)
+    call_failed_hook(job, exc, ctx)
+    settle_after_failure(job, exc, ctx)
+    ctx.emit(JobFailed(job.connection_name, job, exc))
+
+
+def settle_after_failure(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
+    """The job's batch and chain learn it failed for good (never stopping the worker)."""
     try:
         ctx.after_failure(job, exc)
     except Exception:
         log.exception("could not record the failure of %s in its batch or chain", job.uuid)
-    ctx.emit(JobFailed(job.connection_name, job, exc))
 
 
-def call_failed_hook(job: QueueJob, exc: BaseException) -> None:
+def record_failure(job: QueueJob, description: str, ctx: Collaborators) -> FailOutcome:
+    """Record and delete in one fenced step (with no store, as the sync driver: only delete)."""
+    if ctx.failed is None:
+        outcome = FailOutcome.RECORDED if job.delete() else FailOutcome.NOT_HELD
+    else:
+        outcome = ctx.failed.fail_reserved(job, record_for(job, description))
+        job.deleted = outcome is FailOutcome.RECORDED
+    if outcome is FailOutcome.NOT_HELD:
+        log.warning("job %s was taken over by another worker before it could be failed", job.uuid)
+    return outcome
+
+
+def record_earlier_failure(job: QueueJob, ctx: Collaborators) -> None:
+    """Record the failure a job came back with, without running it: it failed for good on an
+    earlier attempt whose failed store did not answer (its ``failed()`` hook ran then), or the
+    driver could not reserve its row normally."""
+    job.mark_failed()
+    failure = job.failure or ""
+    if record_failure(job, failure, ctx) is FailOutcome.RECORDED:
+        log.warning("job %s is recorded as failed now: %s", job.uuid, failure.split("\n")[0])
+
+
+def call_failed_hook(job: QueueJob, exc: BaseException, ctx: Collaborators) -> None:
+    """The command's ``failed(exc)``, under the watch like the command itself."""
     try:
         handler = accept(job)
     except DeserializationError:
@@ -272,7 +349,8 @@ def call_failed_hook(job: QueueJob, exc: BaseException) -> None:
     if not callable(hook):
         return
     try:
-        hook(job.document()["data"], exc, job)
+        with ctx.watch(timeout_for(job, ctx.options)):
+            hook(job.document()["data"], exc, job)
     except DeserializationError:
         pass  # the command cannot be rebuilt: the job's own failure already says why
     except Exception:
@@ -286,13 +364,16 @@ def run_sync_job(job: QueueJob, *, continue_chain: ChainPusher, bus: EventBus = 
     Like Laravel's SyncQueue there are no retries: tries, backoff and timeout do not apply, and
     nothing is stored.
     """
-    ctx = Collaborators(None, bus, continue_chain, after_success, after_failure)
+    ctx = Collaborators(None, bus, continue_chain, after_success=after_success,
+                        after_failure=after_failure)
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         ctx.emit(JobProcessing(job.connection_name, job))
         started = time.perf_counter()
-        run_handler(job, accept(job), ctx)
-        ctx.emit(JobProcessed(job.connection_name, job, time.perf_counter() - started))
+        run_handler(job, accept(job), 0.0, ctx)
+        runtime_s = time.perf_counter() - started
+        acknowledge(job, ctx)
+        ctx.emit(JobProcessed(job.connection_name, job, runtime_s))
     except Exception as exc:
         ctx.emit(JobExceptionOccurred(job.connection_name, job, exc))
         fail_job(job, exc, ctx)

@@ -1,7 +1,12 @@
 """Shared SQLAlchemy plumbing: one engine per URL, dialect quirks, tables created on first use.
 
 SQLite gets WAL mode, a busy timeout, and ``BEGIN IMMEDIATE`` for every transaction, so two
-processes popping at once queue up on the write lock instead of both reading the same job.
+processes popping at once queue up on the write lock instead of both reading the same job. Its
+text is read with ``surrogateescape``: a value whose bytes are not UTF-8 reaches Python (as the
+Redis driver hands such a body over) instead of failing every read of its row.
+
+Times stored for the queue come from the database's own clock (:func:`server_clock`), never
+from the clock of the process that runs the statement.
 """
 
 from __future__ import annotations
@@ -24,6 +29,9 @@ T = TypeVar("T")
 
 _EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "pymysql": "mysql", "MySQLdb": "mysql",
            "mysqlclient": "mysql"}
+
+#: Columns added to tables created by an older version, made once per process.
+_ADDED = "added columns"
 
 _lock = threading.Lock()
 _engines: dict[str, Engine] = {}
@@ -110,6 +118,7 @@ def _sqlite_immediate_transactions(engine: Engine) -> None:
     @event.listens_for(engine, "connect")
     def on_connect(dbapi_connection: Any, record: Any) -> None:
         dbapi_connection.isolation_level = None
+        dbapi_connection.text_factory = _lenient_text
         cursor = dbapi_connection.cursor()
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA busy_timeout=30000")
@@ -119,6 +128,34 @@ def _sqlite_immediate_transactions(engine: Engine) -> None:
     @event.listens_for(engine, "begin")
     def on_begin(conn: Any) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def _lenient_text(data: bytes) -> str:
+    """SQLite text as str, bytes that are not UTF-8 kept as surrogates (never an error)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def server_clock(dialect: str) -> Any:
+    """Seconds since the epoch by the database server's clock, as an SQL expression.
+
+    Workers on several hosts stamp and compare reservations with one clock, so one whose clock
+    runs ahead cannot take jobs that others still hold. SQLite's ``julianday('now')`` is read
+    by the SQLite library itself, whatever the process's ``time.time`` says.
+    """
+    if dialect == "postgresql":
+        return sa.cast(sa.extract("epoch", sa.func.now()), sa.Double)
+    if dialect == "sqlite":
+        return (sa.func.julianday("now") - 2440587.5) * 86400.0
+    if dialect in ("mysql", "mariadb"):
+        return sa.cast(sa.func.unix_timestamp(sa.func.now(sa.literal_column("6"))), sa.Double)
+    return sa.literal(time.time(), sa.Double)  # an unknown dialect: this process's clock
+
+
+def as_bytes(dialect: str, column: Any) -> Any:
+    """``column`` (text) read as its stored bytes, which no text decoding can refuse."""
+    if dialect == "postgresql":
+        return sa.func.convert_to(column, sa.literal_column("'UTF8'"))
+    return sa.cast(column, sa.LargeBinary)
 
 
 _TRANSIENT_WORDS = ("deadlock", "lock wait timeout", "database is locked", "could not serialize")
@@ -162,6 +199,13 @@ _CONNECTION_WORDS = ("connect", "connection", "server closed", "gone away", "una
                      "timeout expired", "terminating", "network", "broken pipe", "no route")
 
 
+def is_row_problem(exc: BaseException) -> bool:
+    """A statement failed for a reason that may lie in the data it met (a value out of range,
+    bytes that are not text), not in the connection, a lock or a deadlock."""
+    return (isinstance(exc, sa.exc.DBAPIError) and not is_transient(exc)
+            and not _is_connection_problem(exc))
+
+
 def _is_connection_problem(exc: sa.exc.DBAPIError) -> bool:
     text = str(exc.orig).lower()
     if any(w in text for w in _TRANSIENT_WORDS):
@@ -184,6 +228,27 @@ def ensure_tables(engine: Engine, metadata: sa.MetaData, tables: Iterable[sa.Tab
         if "exist" not in str(exc).lower():  # another process created it a moment ago
             raise
     _created.update((str(engine.url), t.name) for t in todo)
+
+
+def ensure_columns(engine: Engine, table: sa.Table, names: Iterable[str]) -> None:
+    """Add columns that a table made by an older version lacks (once per process)."""
+    key = (str(engine.url), f"{table.name}:{_ADDED}")
+    if key in _created:
+        return
+    existing = {c["name"] for c in sa.inspect(engine).get_columns(table.name)}
+    preparer = engine.dialect.identifier_preparer
+    for name in names:
+        if name in existing:
+            continue
+        kind = table.c[name].type.compile(dialect=engine.dialect)
+        try:
+            with engine.begin() as conn:
+                conn.execute(sa.text(f"ALTER TABLE {preparer.format_table(table)} "
+                                     f"ADD COLUMN {preparer.quote(name)} {kind}"))
+        except (sa.exc.ProgrammingError, sa.exc.OperationalError) as exc:
+            if "duplicate" not in str(exc).lower() and "exist" not in str(exc).lower():
+                raise  # not another process adding it a moment ago
+    _created.add(key)
 
 
 def insert_ignoring_duplicates(engine: Engine, table: sa.Table, key: str) -> Any:

@@ -1,19 +1,33 @@
-"""Interrupting an attempt that runs past its timeout.
+"""Interrupting an attempt that runs past its timeout, and keeping every attempt within its
+reservation.
 
 In the main thread a ``SIGALRM`` timer raises :class:`JobTimeoutError` inside the running code,
 which stops pure-Python work, sleeps, and awaits. Code stuck in C that never returns to the
-interpreter cannot be interrupted this way; the worker's watchdog handles that case.
+interpreter cannot be interrupted this way; the worker's watchdog handles that case: it lets a job
+run on for a grace period after its timeout (``EVENTBUS_TIMEOUT_GRACE``, 5 s by default), then
+records the attempt and ends the process.
+
+So an attempt may last its timeout plus the grace. On a connection whose reservations expire
+after ``retry_after``, that must stay below ``retry_after``, or a second worker takes the job
+while the first still runs it: :func:`timeout_conflict` says why a timeout is refused — by the
+worker at start (its ``--timeout``), by ``dispatch`` (a job's own ``timeout``), and by the worker
+again before it runs a job (payloads pushed by other means).
 """
 
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
 
-from eventbus.errors import JobTimeoutError
+from eventbus.errors import ConfigurationError, JobTimeoutError
+
+GRACE_ENV = "EVENTBUS_TIMEOUT_GRACE"
+DEFAULT_GRACE_S = 5.0
 
 
 def can_interrupt() -> bool:
@@ -37,3 +51,33 @@ def interrupt_after(seconds: float | None, what: str = "job") -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def grace_s() -> float:
+    """The watchdog's grace in seconds, from ``EVENTBUS_TIMEOUT_GRACE`` (default 5), read when
+    asked: a process that dispatches checks jobs with the grace its workers are given."""
+    text = os.environ.get(GRACE_ENV, "").strip()
+    if not text:
+        return DEFAULT_GRACE_S
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value < 0:
+        raise ConfigurationError(f"{GRACE_ENV} must be a number of seconds >= 0, not {text!r}")
+    return value
+
+
+def timeout_conflict(subject: str, timeout: float, grace: float, retry_after: float, connection: str,
+                     remedy: str) -> str | None:
+    """Why ``timeout`` (0: none) cannot be used on a connection whose reservations expire after
+    ``retry_after``, as one sentence starting with ``subject``; None when it can."""
+    if timeout > 0 and timeout + grace < retry_after:
+        return None
+    reason = ("a job still running when its reservation expires is handed to a second worker, "
+              f"which runs it at the same time. {remedy}")
+    if timeout <= 0:
+        return (f"{subject} must be set (0 means none) on connection {connection!r}, whose "
+                f"reservations expire after retry_after ({retry_after:g}s): {reason}")
+    return (f"{subject} ({timeout:g}s) plus the watchdog grace ({grace:g}s, {GRACE_ENV}) must be "
+            f"below the retry_after ({retry_after:g}s) of connection {connection!r}: {reason}")

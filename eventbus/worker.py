@@ -5,9 +5,17 @@ timeout -> stop checks. SIGTERM/SIGINT finish the current job and exit 0; SIGUSR
 resumes; ``eventbus restart`` makes every worker exit after its current job.
 
 A timed-out attempt is interrupted (``SIGALRM``) and handled like any exception. A job that does
-not stop within ``timeout_grace_s`` after that is recorded by a watchdog thread (released or
-failed, as its tries say) and the process exits with status 1 so that its supervisor starts a
-fresh one; the job's reservation is never left to chance.
+not stop within ``timeout_grace_s`` after that is recorded by the watchdog (released or failed, as
+its tries say; see :mod:`eventbus.watchdog`) and the process exits with status 1 so that its
+supervisor starts a fresh one; the job's reservation is never left to chance, and the process
+holds no other job when it exits.
+
+The timeout plus the grace must stay below the connection's ``retry_after`` (checked at start
+for ``--timeout``, and before each job for its own timeout): see :mod:`eventbus.timeouts`.
+
+When the server does not answer, the loop tries again about once a second (with jitter, so
+workers do not come back in lock-step): a worker takes jobs again within about a second of the
+server answering.
 """
 
 from __future__ import annotations
@@ -15,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
+import random
 import resource
 import signal
 import sys
@@ -35,10 +44,10 @@ from eventbus.errors import (
     WorkerConfigurationError,
 )
 from eventbus.events import Looping, WorkerStopping
-from eventbus.failed.base import FailedJobStore
 from eventbus.monitoring.logformat import JobReport, job_line
 from eventbus.monitoring.monitor import default_observers
 from eventbus.monitoring.observer import Observers, WorkerObserver
+from eventbus.failed.base import FailedJobStore
 from eventbus.processing import (
     Collaborators,
     Outcome,
@@ -49,6 +58,8 @@ from eventbus.processing import (
     process,
 )
 from eventbus.queue.base import Queue, QueueJob
+from eventbus.timeouts import DEFAULT_GRACE_S, GRACE_ENV, timeout_conflict
+from eventbus.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +68,9 @@ EXIT_ERROR = 1
 EXIT_MEMORY = 12
 SIGNAL_CHECK_INTERVAL_S = 1.0
 MEMORY_CHECK_INTERVAL_S = 0.25
+#: Retrying a pop on a server that does not answer: the first wait, and the longest (before jitter).
+RECONNECT_FIRST_S = 0.1
+RECONNECT_MAX_S = 1.0
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -69,7 +83,7 @@ class WorkerOptions:
     tries: int = 1
     backoff_s: tuple[float, ...] = (0.0,)
     timeout_s: float = 60.0
-    timeout_grace_s: float = 5.0
+    timeout_grace_s: float = DEFAULT_GRACE_S
     memory_mb: float = 128.0
     max_jobs: int = 0
     max_time_s: float = 0.0
@@ -77,13 +91,14 @@ class WorkerOptions:
     force: bool = False
     once: bool = False
     stop_when_empty: bool = False
-    #: The supervisor's pid (``--processes``): exit after the current job when it is gone.
-    supervisor_pid: int = 0
     #: The line per job: ``text`` or ``json`` (one object per line).
     log_format: str = "text"
+    #: The supervisor's pid (``--processes``): exit after the current job when it is gone.
+    supervisor_pid: int = 0
 
     def process_options(self) -> ProcessOptions:
-        return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s)
+        return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s,
+                              grace=self.timeout_grace_s)
 
 
 def memory_mb() -> float:
@@ -121,15 +136,14 @@ class Worker:
         #: Queues paused for every worker (``eventbus.monitoring.pausing``), read once a second.
         self.paused_queues: frozenset[str] = frozenset()
         self.jobs_processed = 0
-        self._current: QueueJob | None = None
-        self._deadline: float | None = None
+        self._watchdog = Watchdog(self.options.timeout_grace_s, self._give_up_on)
         self._waiting = False
         self._signals_checked_at = 0.0
         self._memory_checked_at = 0.0
         self._signals_cache: dict[str, float] | None = None
-        self._lock = threading.Lock()
-        self._collaborators = Collaborators(failed, bus, dispatch_next_in_chain, after_success,
-                                            after_failure)
+        self._collaborators = Collaborators(failed, bus, dispatch_next_in_chain,
+                                            self.options.process_options(), self._watchdog.watching,
+                                            after_success, after_failure)
         self.check_options()
 
     @classmethod
@@ -145,30 +159,30 @@ class Worker:
 
     # -- start-up checks ----------------------------------------------------------------------
     def check_options(self) -> None:
-        """Refuse a timeout that is not below retry_after: the job would run twice at once."""
-        timeout, retry_after = self.options.timeout_s, self.queue.retry_after
-        if self.queue.holds_reservations and timeout > 0 and timeout >= retry_after:
-            raise WorkerConfigurationError(
-                f"worker timeout ({timeout:g}s) must be below the retry_after ({retry_after:g}s) of "
-                f"connection {self.queue.connection_name!r}: a job still running when its reservation "
-                "expires is handed to a second worker. Lower --timeout or raise retry_after.",
-                connection=self.queue.connection_name)
-        if self.options.tries == 0:
+        """Refuse a timeout that, with the watchdog's grace, is not below retry_after: the job
+        would run twice at once."""
+        queue, o = self.queue, self.options
+        problem = timeout_conflict(
+            "worker timeout", o.timeout_s, o.timeout_grace_s, queue.retry_after, queue.connection_name,
+            f"Lower --timeout (or {GRACE_ENV}) or raise retry_after.") if queue.holds_reservations else None
+        if problem is not None:
+            raise WorkerConfigurationError(problem, connection=queue.connection_name)
+        if o.tries == 0:
             log.warning("tries=0: failing jobs are retried forever")
 
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> int:
         """Work until a stop condition; return the exit status (0, 12 memory, 1 error)."""
         self.queue.ping()
+        for warning in self.queue.startup_warnings():
+            log.warning("%s", warning)
         previous = self._install_signals()
-        stopped = threading.Event()
-        watchdog = threading.Thread(target=self._watch, args=(stopped,), name="eventbus-watchdog",
-                                    daemon=True)
-        watchdog.start()
+        stopped = self._watchdog.start()
         self.observer.worker_started(self)
         status = EXIT_ERROR
         try:
             status = self._loop()
+            self._watchdog.halt_if_given_up()
             return status
         finally:
             self.observer.worker_stopped(self, status)
@@ -246,20 +260,32 @@ class Worker:
         return not self.options.force and "down" in self._signals()
 
     def _next_job(self) -> QueueJob | None:
-        """Pop from the first non-empty queue; ride out a lost connection with backoff."""
-        delay = 0.5
+        """Pop from the first non-empty queue; while the server does not answer, try again about
+        once a second, with jitter."""
+        delay, lost_at = RECONNECT_FIRST_S, None
         while True:
             try:
-                for name in self._active_queues():
-                    job = self.queue.pop(name)
-                    if job is not None:
-                        return job
-                return None
+                job = self._pop_first()
             except ConnectionUnavailableError as exc:
-                log.warning("%s; retrying in %.1fs", exc, delay)
-                if self._sleep(delay):
+                if lost_at is None:
+                    lost_at = time.monotonic()
+                    log.warning("%s; trying again until it answers", exc)
+                if self._sleep(delay * random.uniform(0.5, 1.0)):
                     return None
-                delay = min(delay * 2, 30.0)
+                delay = min(delay * 2, RECONNECT_MAX_S)
+                continue
+            if lost_at is not None:
+                log.warning("connection %r answers again after %.1fs", self.queue.connection_name,
+                            time.monotonic() - lost_at)
+            return job
+
+    def _pop_first(self) -> QueueJob | None:
+        """Through the watchdog, which hands out nothing once it has given up on a job."""
+        for name in self._active_queues():
+            job = self._watchdog.take(lambda: self.queue.pop(name))
+            if job is not None:
+                return job
+        return None
 
     def _active_queues(self) -> list[str]:
         """The worker's queues in order, without those paused for every worker."""
@@ -299,14 +325,12 @@ class Worker:
     def run_job(self, job: QueueJob) -> Outcome:
         self.jobs_processed += 1
         started = time.monotonic()
-        with self._lock:
-            self._current = job
-            self._deadline = self._deadline_after(self.options.timeout_s)
+        self._watchdog.hold(job)
         self.observer.job_started(self, job)
         try:
             outcome, exc = process(job, self.options.process_options(), failed=self.failed,
                                    continue_chain=dispatch_next_in_chain, bus=self.bus,
-                                   on_start=self._arm_watchdog, after_success=after_success,
+                                   watch=self._watchdog.watching, after_success=after_success,
                                    after_failure=after_failure)
         except ConnectionUnavailableError as lost:
             outcome, exc = Outcome.RELEASED, lost
@@ -315,8 +339,7 @@ class Worker:
         except Exception as unexpected:  # raised outside the job's own code: fail that job only
             outcome, exc = self._fail_unexpected(job, unexpected)
         finally:
-            with self._lock:
-                self._current, self._deadline = None, None
+            self._watchdog.hold(None)
         if exc is not None and not isinstance(exc, ConnectionUnavailableError):
             # once per attempt; the traceback only when the job failed for good (a refused payload
             # has none worth reading: the message says it all)
@@ -327,14 +350,6 @@ class Worker:
         self.observer.job_finished(self, job, outcome, runtime_s, exc)
         self._report(job, outcome, runtime_s, exc)
         return outcome
-
-    def _deadline_after(self, timeout: float) -> float | None:
-        return time.monotonic() + timeout + self.options.timeout_grace_s if timeout > 0 else None
-
-    def _arm_watchdog(self, timeout: float) -> None:
-        """The job's own timeout, known once its payload is verified and validated."""
-        with self._lock:
-            self._deadline = self._deadline_after(timeout)
 
     def _fail_unexpected(self, job: QueueJob, exc: Exception) -> tuple[Outcome, BaseException]:
         """The last line of defence: whatever went wrong around the job fails that job, and the
@@ -373,15 +388,9 @@ class Worker:
             self.options.log_format))
 
     # -- the watchdog for jobs that ignore the interrupt --------------------------------------
-    def _watch(self, stopped: threading.Event) -> None:
-        while not stopped.wait(0.1):
-            with self._lock:
-                job, deadline = self._current, self._deadline
-            if job is not None and deadline is not None and time.monotonic() > deadline:
-                self._give_up_on(job)
-
     def _give_up_on(self, job: QueueJob) -> None:
-        """Record the outcome of a job that would not stop, then end this process."""
+        """Record the outcome of a job that would not stop, then end this process (the watchdog's
+        thread; the loop takes no job meanwhile)."""
         options = self.options.process_options()
         exc = JobTimeoutError(f"{self._name_of(job)} timed out and could not be interrupted",
                               job_uuid=job.uuid, queue=job.queue_name)

@@ -53,7 +53,7 @@ def test_four_workers_drain_2000_jobs_each_exactly_once(db_url: str, redis_clien
 
 def test_sigkill_mid_job_and_the_job_runs_again_after_retry_after(db_url: str, redis_client: redis.Redis,
                                                                    start_worker: object) -> None:
-    env = db_env(db_url, TEST_RETRY_AFTER="2")
+    env = db_env(db_url, TEST_RETRY_AFTER="2", EVENTBUS_TIMEOUT_GRACE="0.4")  # 1.5 + 0.4 < 2
     jobs.Record(1, sleep=30).dispatch()
     w = start_worker("--timeout", "1.5", "--tries", "3", "--sleep", "0.1", env=env)
     wait_for(lambda: traces(redis_client, "started"), timeout=20)

@@ -90,3 +90,30 @@ def test_the_cli_lists_records_it_cannot_parse(redis_client: redis.Redis) -> Non
     assert result.exit_code == 0, result.output
     assert "good" in result.output and "broken" in result.output
     assert "unreadable" in result.output
+
+
+def test_records_kept_beside_their_queues_are_listed_found_and_removed_with_the_rest(
+        redis_client: redis.Redis) -> None:
+    """On the queue's own Redis a failure is recorded in the queue's hash slot: every command
+    still sees it (``failed``, ``retry``, ``forget``, ``flush``)."""
+    from eventbus.failed.base import record_for
+    from eventbus.payload import Payload
+
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    queue, store = eventbus.connection(), eventbus.failed_store()
+    store.log("redis", "default", "{}", "E: in the store itself", "own")
+    for name in ("mail", "sms"):
+        queue.push(Payload(display_name="T", command_name="t.J", command={}), name)
+        job = queue.pop(name)
+        assert job is not None
+        store.fail_reserved(job, record_for(job, f"E: failed on {name}"))
+    assert queue.size("mail") == queue.size("sms") == 0
+    assert {r.summary for r in store.all()} == {"E: in the store itself", "E: failed on mail", "E: failed on sms"}
+    assert redis_client.hlen("queues:{mail}:failed") == 1
+    from eventbus.cli import main
+
+    listed = CliRunner().invoke(main, ["failed"])
+    assert listed.exit_code == 0 and "E: failed on sms" in listed.output
+    mail = next(r for r in store.all() if r.queue == "mail")
+    assert store.find(mail.uuid) == mail and store.forget(mail.uuid) and store.find(mail.uuid) is None
+    assert store.flush() == 2 and store.all() == []

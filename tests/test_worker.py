@@ -150,7 +150,7 @@ def test_sigterm_while_idle_exits_promptly(use_redis: redis.Redis, start_worker:
 
 
 def test_kill_9_mid_job_and_the_job_runs_again_after_retry_after(use_redis: redis.Redis, start_worker: object) -> None:
-    env = {"TEST_RETRY_AFTER": "2"}
+    env = {"TEST_RETRY_AFTER": "2", "EVENTBUS_TIMEOUT_GRACE": "0.4"}  # 1.5 + 0.4 < 2
     jobs.Record(1, sleep=30).dispatch()
     w = start_worker("--timeout", "1.5", env=env)
     wait_for(lambda: traces(use_redis, "started"))

@@ -3,19 +3,34 @@
 A record keeps the payload exactly as it was queued, so ``retry`` can push it back unchanged
 (attempts reset to 0). ``exception`` starts with a ``module.Type: message`` line, followed by the
 traceback.
+
+Failing a reserved job is one fenced step (:meth:`FailedJobStore.fail_reserved`): a worker whose
+reservation token no longer holds the job writes no record and deletes nothing.
 """
 
 from __future__ import annotations
 
 import abc
 import dataclasses
+import enum
+import logging
 import secrets
 import time
 import traceback
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from eventbus.errors import DeserializationError, EventBusError
+from eventbus.errors import ConnectionUnavailableError, DeserializationError, EventBusError
 from eventbus.payload import parse_document
+
+if TYPE_CHECKING:
+    from eventbus.queue.base import QueueJob
+
+log = logging.getLogger(__name__)
+
+#: How long failing a job keeps trying a failed store that does not answer before it leaves the
+#: job reserved, with its failure beside it, to be recorded when it comes back (at most half the
+#: connection's retry_after, so the job is still held when the attempt ends).
+STORE_PATIENCE_S = 1.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -48,6 +63,18 @@ class FailedJob:
         return self.exception.splitlines()[0] if self.exception else ""
 
 
+class FailOutcome(enum.Enum):
+    """What :meth:`FailedJobStore.fail_reserved` did."""
+
+    #: The record is stored and the job deleted.
+    RECORDED = "recorded"
+    #: This worker no longer holds the reservation: nothing was written, nothing deleted.
+    NOT_HELD = "not held"
+    #: The store did not answer: the job stays reserved with its failure beside it, and is
+    #: recorded (not run) when it comes back after ``retry_after``.
+    DEFERRED = "deferred"
+
+
 def describe_exception(exc: BaseException) -> str:
     """``module.Type: message`` then the full traceback (chained causes included)."""
     cls = type(exc)
@@ -65,6 +92,48 @@ class FailedJobStore(abc.ABC):
                            exception=exception, failed_at=time.time())
         return self.add(record)
 
+    def fail_reserved(self, job: QueueJob, record: FailedJob) -> FailOutcome:
+        """Store ``record`` and delete the reserved ``job``, only while ``job``'s token holds it.
+
+        Stores that share a server with the queue do both in one script or transaction. This
+        general version, for a store elsewhere, fences in three steps:
+
+        1. the queue keeps the job reserved, with the failure beside it, only for this token
+           (:meth:`Queue.hold_failure`) — a worker that lost the reservation stops here, having
+           written nothing;
+        2. the record is stored (tried for ``STORE_PATIENCE_S``, at most half of ``retry_after``);
+        3. the job is deleted (fenced by the same token).
+
+        That order loses nothing: until step 3 the job and its failure are still in the queue,
+        under a reservation that expires. If this worker dies, or the store does not answer, the
+        job comes back after ``retry_after`` and the worker that pops it records the failure it
+        carries, without running the job again. The worst case is a second record of the same
+        failure (step 2 done, step 3 lost), never a lost one.
+        """
+        if not job.queue.hold_failure(job, record.exception):
+            return FailOutcome.NOT_HELD
+        try:
+            self.add_patiently(record, min(STORE_PATIENCE_S, job.queue.retry_after / 2))
+        except ConnectionUnavailableError as exc:
+            log.warning("job %s failed for good but the failed store does not answer (%s); it stays "
+                        "reserved and is recorded when it comes back", job.uuid, exc)
+            return FailOutcome.DEFERRED
+        job.delete()
+        return FailOutcome.RECORDED
+
+    def add_patiently(self, record: FailedJob, patience_s: float = STORE_PATIENCE_S) -> FailedJob:
+        """:meth:`add`, tried again while the store does not answer, for up to ``patience_s``."""
+        deadline = time.monotonic() + patience_s
+        delay = 0.1
+        while True:
+            try:
+                return self.add(record)
+            except ConnectionUnavailableError:
+                if time.monotonic() + delay > deadline:
+                    raise
+                time.sleep(delay)
+                delay = min(delay * 2, 0.5)
+
     def add(self, record: FailedJob) -> FailedJob:
         """Store ``record`` under its uuid, or under a fresh id made from it when that uuid is taken.
 
@@ -76,7 +145,7 @@ class FailedJobStore(abc.ABC):
         for _ in range(5):
             if self.insert(candidate):
                 return candidate
-            candidate = dataclasses.replace(record, uuid=f"{record.uuid}~{secrets.token_hex(4)}")
+            candidate = alternative_record(record)
         raise EventBusError(f"cannot store the failed job {record.uuid}: its id keeps colliding",
                             job_uuid=record.uuid)
 
@@ -100,6 +169,17 @@ class FailedJobStore(abc.ABC):
 
     def close(self) -> None:
         pass
+
+
+def record_for(job: QueueJob, description: str) -> FailedJob:
+    """The failed record of a reserved job: its payload as queued and the failure's description."""
+    return FailedJob(uuid=job.uuid, connection=job.connection_name, queue=job.queue_name,
+                     payload=job.raw, exception=description, failed_at=time.time())
+
+
+def alternative_record(record: FailedJob) -> FailedJob:
+    """The same record under a fresh id made from its uuid (for when the uuid is taken)."""
+    return dataclasses.replace(record, uuid=f"{record.uuid}~{secrets.token_hex(4)}")
 
 
 class MemoryFailedJobStore(FailedJobStore):

@@ -1,4 +1,8 @@
-"""Failed jobs in a SQL table ``failed_jobs`` (SQLite, PostgreSQL, MySQL/MariaDB)."""
+"""Failed jobs in a SQL table ``failed_jobs`` (SQLite, PostgreSQL, MySQL/MariaDB).
+
+When the table is in the database of the queue whose job failed, recording the failure and
+deleting the job are one transaction (:meth:`DatabaseFailedJobStore.fail_reserved`).
+"""
 
 from __future__ import annotations
 
@@ -8,7 +12,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
-from eventbus.failed.base import FailedJob, FailedJobStore
+from eventbus.errors import EventBusError
+from eventbus.failed.base import FailedJob, FailedJobStore, FailOutcome, alternative_record
+from eventbus.queue.base import QueueJob
+from eventbus.queue.database import DatabaseQueue
 from eventbus.sql import engine_for, ensure_tables, guarded
 
 _LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
@@ -59,21 +66,47 @@ class DatabaseFailedJobStore(FailedJobStore):
         return [self.table.name]
 
     def insert(self, record: FailedJob) -> bool:
-        t = self.table
-        row = {**record.to_dict(), "payload": storable_text(record.payload),
-               "exception": storable_text(record.exception)}
-
         def run() -> bool:
             with self.engine.begin() as conn:
-                if conn.execute(sa.select(t.c.id).where(t.c.uuid == record.uuid)).first():
-                    return False
-                conn.execute(sa.insert(t).values(**row))
-                return True
+                return self._insert_in(conn, record)
 
         try:
             return bool(self._run("record failed job", run))
         except sa.exc.IntegrityError:  # another worker stored that uuid a moment ago
             return False
+
+    def _insert_in(self, conn: sa.Connection, record: FailedJob) -> bool:
+        t = self.table
+        if conn.execute(sa.select(t.c.id).where(t.c.uuid == record.uuid)).first():
+            return False
+        conn.execute(sa.insert(t).values(**{**record.to_dict(), "payload": storable_text(record.payload),
+                                            "exception": storable_text(record.exception)}))
+        return True
+
+    def fail_reserved(self, job: QueueJob, record: FailedJob) -> FailOutcome:
+        """One transaction when the job's queue is in this database; otherwise the general steps."""
+        queue = job.queue
+        if not (isinstance(queue, DatabaseQueue) and queue.url == self.url):
+            return super().fail_reserved(job, record)
+        for _ in range(5):
+            try:
+                outcome: FailOutcome = self._run(
+                    "fail job", lambda: self._fail_in_one_transaction(queue, job, record))
+                return outcome
+            except sa.exc.IntegrityError:  # another worker stored that uuid a moment ago: again
+                continue
+        raise EventBusError(f"cannot store the failed job {record.uuid}: its id keeps colliding",
+                            job_uuid=record.uuid)
+
+    def _fail_in_one_transaction(self, queue: DatabaseQueue, job: QueueJob, record: FailedJob) -> FailOutcome:
+        """Delete the job (only for its token) and store the record, or do neither."""
+        with self.engine.begin() as conn:
+            if not conn.execute(queue.reserved_deletion(job)).rowcount:
+                return FailOutcome.NOT_HELD
+            candidate = record
+            while not self._insert_in(conn, candidate):  # a record is never replaced
+                candidate = alternative_record(record)
+            return FailOutcome.RECORDED
 
     def _select(self, *where: Any) -> list[FailedJob]:
         t = self.table

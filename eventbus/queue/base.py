@@ -77,6 +77,9 @@ class QueueJob:
     attempts: int
     token: str = ""
     stored_uuid: str | None = None
+    #: How a former holder described the job's failure when it could not record it (its failed
+    #: store was down): the job failed for good already and is to be recorded, not run again.
+    failure: str | None = None
     deleted: bool = False
     released: bool = False
     failed: bool = False
@@ -266,6 +269,18 @@ class Queue(abc.ABC):
         such a driver a release without running uses up a try like any other.
         """
 
+    def hold_failure(self, job: QueueJob, description: str) -> bool:
+        """Keep a job that failed for good reserved for another ``retry_after``, with
+        ``description`` beside it, only while ``job``'s token holds the reservation; False when it
+        does not (then nothing changed). The first step of failing a job whose failed store is
+        not where the queue is: the job stays until its record is stored and it is deleted, and
+        if that never happens it comes back from ``pop`` with :attr:`QueueJob.failure` set.
+
+        Drivers that cannot keep a failure beside a job return True: their record is then
+        written before the fenced delete, unfenced.
+        """
+        return True
+
     # -- inspection --------------------------------------------------------------------------
     @abc.abstractmethod
     def size(self, queue: str | None = None) -> int:
@@ -297,6 +312,11 @@ class Queue(abc.ABC):
 
     def ping(self) -> None:
         """Raise ConnectionUnavailableError when the server cannot be reached."""
+
+    def startup_warnings(self) -> list[str]:
+        """What a worker should warn about when it starts on this connection (e.g. a server
+        that keeps its data only in memory)."""
+        return []
 
     def close(self) -> None:
         """Release connections."""

@@ -1,11 +1,18 @@
 """The database driver: SQLite (the embedded default), PostgreSQL, MySQL/MariaDB.
 
-Table ``jobs`` holds Laravel's columns plus three the guarantees need: ``uuid`` (unique, so a
+Table ``jobs`` holds Laravel's columns plus four the guarantees need: ``uuid`` (unique, so a
 push is idempotent), ``token`` (the current reservation, so only its holder may delete or
-release) and ``exceptions`` (the max_exceptions count). A pop is one short transaction: pick the
-oldest available job (or one whose reservation is older than ``retry_after``) with
+release), ``exceptions`` (the max_exceptions count) and ``failure`` (a failure kept beside a job
+while its record could not be written). A pop is one short transaction: pick the oldest
+available job (or one whose reservation is older than ``retry_after``) with
 ``FOR UPDATE SKIP LOCKED`` on PostgreSQL and MariaDB, under SQLite's write lock (``BEGIN
-IMMEDIATE``) there, then reserve it and count the attempt. Times are this machine's clock.
+IMMEDIATE``) there, then reserve it and count the attempt (the count stops at the column's
+maximum instead of overflowing). Every time (``reserved_at``, ``available_at``, the reclaim
+cutoff) is the database server's clock, never a worker's.
+
+A row that makes the pop fail by itself (an error in its data, not in the connection) is
+reserved on its own without counting an attempt and handed out with a ``failure`` that says
+why: the worker records it as failed and goes on, and the rows behind it are not held up.
 
 On PostgreSQL a push also sends ``NOTIFY eventbus_jobs`` and idle workers ``LISTEN``, so they
 wake at once instead of after ``--sleep``.
@@ -26,12 +33,25 @@ from sqlalchemy.dialects import mysql
 from eventbus.payload import Payload, attempts_of
 from eventbus.queue.base import Queue, QueueJob, QueueStats, delay_seconds, id_for, parse_signals
 from eventbus.errors import ConnectionUnavailableError
-from eventbus.sql import engine_for, ensure_tables, guarded, insert_ignoring_duplicates, worker_engine_for
+from eventbus.sql import (
+    as_bytes,
+    engine_for,
+    ensure_columns,
+    ensure_tables,
+    guarded,
+    insert_ignoring_duplicates,
+    is_row_problem,
+    server_clock,
+    worker_engine_for,
+)
 from eventbus.state.database import SqlStateStore
 
 NOTIFY_CHANNEL = "eventbus_jobs"
 RECLAIM_INTERVAL_S = 1.0
 SQLITE_POLL_S = 0.05
+#: The attempts column is a 32-bit integer everywhere: the count stops here.
+MAX_ATTEMPTS = 2**31 - 1
+_LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
 
 
 def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
@@ -41,14 +61,14 @@ def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
                   autoincrement=True),
         sa.Column("uuid", sa.String(64), nullable=False, unique=True),
         sa.Column("queue", sa.String(191), nullable=False),
-        sa.Column("payload", sa.Text().with_variant(mysql.LONGTEXT(), "mysql"),
-                  nullable=False),
+        sa.Column("payload", _LONG_TEXT, nullable=False),
         sa.Column("attempts", sa.Integer, nullable=False, default=0),
         sa.Column("exceptions", sa.Integer, nullable=False, default=0),
         sa.Column("token", sa.String(32), nullable=True),
         sa.Column("reserved_at", sa.Double, nullable=True),
         sa.Column("available_at", sa.Double, nullable=False),
         sa.Column("created_at", sa.Double, nullable=False),
+        sa.Column("failure", _LONG_TEXT, nullable=True),
         # Ready jobs in id order: a partial index where the database has them, so a pop is an
         # ordered scan that stops at the first row (MySQL/MariaDB get the plain (queue, id) index).
         sa.Index(f"{name}_ready_index", "queue", "id", postgresql_where=sa.text("reserved_at IS NULL"),
@@ -85,10 +105,11 @@ class DatabaseQueue(Queue):
         self.jobs = jobs_table(self.metadata, config.get("table", "jobs"))
         self.signals_table = signals_table(self.metadata)
         self.dialect = self.engine.dialect.name
+        self.now = server_clock(self.dialect)
         self._ready = False
         self._listener: Any = None
         self._listen_lock = threading.Lock()
-        self._reclaimed_at: dict[str, float] = {}
+        self._reclaimed_at: dict[str, float] = {}  # time.monotonic() of the last reclaim
         self._sqlite_watch: Any = None
 
     # -- plumbing -----------------------------------------------------------------------------
@@ -102,6 +123,7 @@ class DatabaseQueue(Queue):
     def _ensure_tables(self) -> None:
         if not self._ready:
             ensure_tables(self.engine, self.metadata, [self.jobs, self.signals_table])
+            ensure_columns(self.engine, self.jobs, ["failure"])
             self._ready = True
 
     def migrate(self) -> list[str]:
@@ -109,21 +131,22 @@ class DatabaseQueue(Queue):
         return [self.jobs.name, self.signals_table.name]
 
     def _row(self, raw: str, queue: str | None, delay: float, payload: Payload | None) -> dict[str, Any]:
-        now = time.time()
+        """The row's values; ``available_at`` and ``created_at`` come from the server's clock."""
+        attempts = payload.attempts if payload is not None else attempts_of(raw)
         return {
             "uuid": payload.uuid if payload is not None else id_for(raw),
             "queue": self.queue_name(queue),
             "payload": raw,
-            "attempts": payload.attempts if payload is not None else attempts_of(raw),
+            "attempts": min(attempts, MAX_ATTEMPTS - 1),
             "exceptions": 0,
             "token": None,
             "reserved_at": None,
-            "available_at": now + delay,
-            "created_at": now,
+            "delay": delay,
         }
 
     def _insert(self, rows: list[dict[str, Any]]) -> None:
-        stmt = insert_ignoring_duplicates(self.engine, self.jobs, "uuid")
+        stmt = insert_ignoring_duplicates(self.engine, self.jobs, "uuid").values(
+            available_at=self.now + sa.bindparam("delay", type_=sa.Double), created_at=self.now)
         with self.engine.begin() as conn:
             conn.execute(stmt, rows)
             if self.dialect == "postgresql":
@@ -155,66 +178,112 @@ class DatabaseQueue(Queue):
         return [str(r["uuid"]) for r in rows]
 
     # -- popping ------------------------------------------------------------------------------
-    def _available(self, name: str, now: float) -> Any:
+    def _available(self, name: str) -> Any:
         j = self.jobs.c
-        return sa.and_(j.queue == name, j.reserved_at.is_(None), j.available_at <= now)
+        return sa.and_(j.queue == name, j.reserved_at.is_(None), j.available_at <= self.now)
 
-    def _reclaim_expired(self, name: str, now: float) -> None:
+    def _reclaim_expired(self, name: str) -> None:
         """Make jobs whose reservation is older than retry_after ready again (at most once a second).
 
         A separate statement, not an OR in the pop query: that OR forces PostgreSQL into a bitmap
         scan over every dead index entry a busy queue leaves behind, on every pop. The token is
         kept, so the old holder can still delete a job it finished; a new pop replaces it.
         """
-        if now - self._reclaimed_at.get(name, 0.0) < RECLAIM_INTERVAL_S:
+        now = time.monotonic()
+        if now - self._reclaimed_at.get(name, -RECLAIM_INTERVAL_S) < RECLAIM_INTERVAL_S:
             return
         self._reclaimed_at[name] = now
         j = self.jobs.c
         with self.worker_engine.begin() as conn:
             conn.execute(sa.update(self.jobs).where(
-                j.queue == name, j.reserved_at <= now - self.retry_after).values(reserved_at=None))
+                j.queue == name, j.reserved_at <= self.now - self.retry_after).values(reserved_at=None))
 
     def pop(self, queue: str | None = None) -> QueueJob | None:
         name = self.queue_name(queue)
         return self._guard("pop", lambda: self._pop(name))  # type: ignore[no-any-return]
 
     def _pop(self, name: str) -> QueueJob | None:
-        j = self.jobs.c
-        now = time.time()
         token = uuid.uuid4().hex
-        self._reclaim_expired(name, now)
-        oldest = sa.select(j.id).where(self._available(name, now)).order_by(j.id).limit(1)
+        self._reclaim_expired(name)
+        try:
+            row = self._reserve(name, token)
+        except sa.exc.DBAPIError as exc:
+            if not is_row_problem(exc):
+                raise
+            return self._reserve_head_alone(name, token, exc)
+        return None if row is None else self._job(name, token, *row)
+
+    def _job(self, name: str, token: str, job_id: Any, job_uuid: str, raw: str, attempts: int,
+             failure: str | None) -> QueueJob:
+        return QueueJob(queue=self, queue_name=name, job_id=str(job_id), raw=raw, attempts=int(attempts),
+                        token=token, stored_uuid=job_uuid, failure=failure)
+
+    def _reserve(self, name: str, token: str, only: int | None = None) -> Any:
+        """Reserve the oldest available job (or job ``only``): its row, or None when none is ready."""
+        j = self.jobs.c
+        oldest = sa.select(j.id).where(self._available(name)).order_by(j.id).limit(1)
+        if only is not None:
+            oldest = oldest.where(j.id == only)
         if self.dialect != "sqlite":
             oldest = oldest.with_for_update(skip_locked=True)
-        reserve = sa.update(self.jobs).values(reserved_at=now, token=token, attempts=j.attempts + 1)
-        row: Any
+        counted = sa.case((j.attempts < MAX_ATTEMPTS, j.attempts + 1), else_=j.attempts)
+        reserve = sa.update(self.jobs).values(reserved_at=self.now, token=token, attempts=counted)
+        columns = (j.id, j.uuid, j.payload, j.attempts, j.failure)
         if self.dialect in ("postgresql", "sqlite"):  # one statement: UPDATE ... RETURNING
             with self.worker_engine.begin() as conn:
-                row = conn.execute(reserve.where(j.id == oldest.scalar_subquery())
-                                   .returning(j.id, j.uuid, j.payload, j.attempts)).first()
-        else:  # MariaDB/MySQL have no UPDATE ... RETURNING: lock, then update, in a transaction
-            with self.engine.begin() as conn:
-                found = conn.execute(oldest).scalar()
-                row = None if found is None else conn.execute(
-                    sa.select(j.id, j.uuid, j.payload, j.attempts + 1).where(j.id == found)).first()
-                if row is not None:
-                    conn.execute(reserve.where(j.id == found))
-        if row is None:
-            return None
-        job_id, job_uuid, raw, attempts = row
-        return QueueJob(queue=self, queue_name=name, job_id=str(job_id), raw=raw,
-                        attempts=int(attempts), token=token, stored_uuid=job_uuid)
+                return conn.execute(reserve.where(j.id == oldest.scalar_subquery()).returning(*columns)).first()
+        with self.engine.begin() as conn:  # MariaDB/MySQL have no UPDATE ... RETURNING: lock, then update
+            found = conn.execute(oldest).scalar()
+            if found is None:
+                return None
+            conn.execute(reserve.where(j.id == found))
+            return conn.execute(sa.select(*columns).where(j.id == found)).first()
+
+    def _reserve_head_alone(self, name: str, token: str, error: sa.exc.DBAPIError) -> QueueJob | None:
+        """The pop failed on something in the data. Try the oldest ready row by itself: when it
+        fails again, that row is the cause, and it is handed out to be failed (:meth:`_quarantine`)."""
+        j = self.jobs.c
+        with self.engine.connect() as conn:
+            head = conn.execute(sa.select(j.id).where(self._available(name)).order_by(j.id).limit(1)).scalar()
+        if head is None:
+            raise error
+        try:
+            row = self._reserve(name, token, only=int(head))
+        except sa.exc.DBAPIError as again:
+            if not is_row_problem(again):
+                raise
+            return self._quarantine(name, token, int(head), again)
+        return None if row is None else self._job(name, token, *row)
+
+    def _quarantine(self, name: str, token: str, row_id: int, error: sa.exc.DBAPIError) -> QueueJob | None:
+        """Reserve row ``row_id`` without counting an attempt and read its payload as bytes (what
+        no decoding can refuse); the job carries the error as its failure, so the worker records
+        it without running it."""
+        j = self.jobs.c
+        with self.engine.begin() as conn:
+            taken = conn.execute(sa.update(self.jobs).where(j.id == row_id, j.reserved_at.is_(None))
+                                 .values(reserved_at=self.now, token=token)).rowcount
+            if not taken:
+                return None  # another worker took it meanwhile
+            job_uuid, body = conn.execute(sa.select(j.uuid, as_bytes(self.dialect, j.payload))
+                                          .where(j.id == row_id)).one()
+        reason = str(error.orig).strip().splitlines()[0] if error.orig is not None else str(error)
+        failure = (f"eventbus.errors.DeserializationError: row {row_id} of table {self.jobs.name} cannot "
+                   f"be reserved: {type(error.orig).__name__}: {reason}")
+        return QueueJob(queue=self, queue_name=name, job_id=str(row_id), token=token, stored_uuid=job_uuid,
+                        raw=bytes(body).decode("utf-8", "surrogateescape"), attempts=0, failure=failure)
 
     def delete_reserved(self, job: QueueJob) -> bool:
-        j = self.jobs.c
-
         def run() -> bool:
             with self.worker_engine.begin() as conn:
-                result = conn.execute(sa.delete(self.jobs).where(
-                    j.id == int(job.job_id), j.token == job.token))
-                return bool(result.rowcount)
+                return bool(conn.execute(self.reserved_deletion(job)).rowcount)
 
         return self._fenced("delete", run)
+
+    def reserved_deletion(self, job: QueueJob) -> Any:
+        """The DELETE of ``job`` that only its reservation token can make (one row or none)."""
+        j = self.jobs.c
+        return sa.delete(self.jobs).where(j.id == int(job.job_id), j.token == job.token)
 
     def release_reserved(self, job: QueueJob, delay: float) -> bool:
         j = self.jobs.c
@@ -223,7 +292,7 @@ class DatabaseQueue(Queue):
             with self.worker_engine.begin() as conn:
                 result = conn.execute(sa.update(self.jobs).where(
                     j.id == int(job.job_id), j.token == job.token).values(
-                    reserved_at=None, token=None, available_at=time.time() + delay))
+                    reserved_at=None, token=None, available_at=self.now + delay))
                 if self.dialect == "postgresql" and delay <= 0 and result.rowcount:
                     conn.execute(sa.text("SELECT pg_notify(:c, :q)"),
                                  {"c": NOTIFY_CHANNEL, "q": job.queue_name})
@@ -240,6 +309,18 @@ class DatabaseQueue(Queue):
                              .values(attempts=j.attempts - 1))
 
         self._guard("uncount attempt", run)
+
+    def hold_failure(self, job: QueueJob, description: str) -> bool:
+        """Keep the failure beside the job and restart its reservation, only for its token."""
+        j = self.jobs.c
+
+        def run() -> bool:
+            with self.worker_engine.begin() as conn:
+                return bool(conn.execute(sa.update(self.jobs).where(
+                    j.id == int(job.job_id), j.token == job.token).values(
+                    failure=description, reserved_at=self.now)).rowcount)
+
+        return self._fenced("keep failure", run)
 
     def _fenced(self, action: str, fn: Any) -> bool:
         """Delete and release are fenced by the token, so one retry on a dropped connection is safe."""
@@ -285,11 +366,12 @@ class DatabaseQueue(Queue):
         return True
 
     def _next_due(self, queues: Sequence[str]) -> float | None:
+        """Seconds until the next waiting job is due, by the server's clock."""
         j = self.jobs.c
         with self.engine.connect() as conn:
-            first = conn.execute(sa.select(sa.func.min(j.available_at)).where(
+            first = conn.execute(sa.select(sa.func.min(j.available_at) - self.now).where(
                 j.queue.in_(list(queues)), j.reserved_at.is_(None))).scalar()
-        return None if first is None else max(float(first) - time.time(), 0.0)
+        return None if first is None else max(float(first), 0.0)
 
     def _wait_for_notify(self, timeout: float) -> bool:
         """Block on LISTEN until a push or ``timeout``. False when LISTEN is not available."""
@@ -346,22 +428,21 @@ class DatabaseQueue(Queue):
         name = self.queue_name(queue)
         if self._is_missing_sqlite_file():
             return QueueStats(name, 0, 0, 0)
-        now = time.time()
         reserved = j.reserved_at.is_not(None)
-        ready = sa.and_(j.reserved_at.is_(None), j.available_at <= now)
-        delayed = sa.and_(j.reserved_at.is_(None), j.available_at > now)
+        ready = sa.and_(j.reserved_at.is_(None), j.available_at <= self.now)
+        delayed = sa.and_(j.reserved_at.is_(None), j.available_at > self.now)
 
         def count(condition: Any) -> Any:
             return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
 
-        stmt = sa.select(count(ready), count(delayed), count(reserved),
-                         sa.func.min(sa.case((ready, j.created_at), else_=None))).where(j.queue == name)
+        oldest = self.now - sa.func.min(sa.case((ready, j.created_at), else_=None))
+        stmt = sa.select(count(ready), count(delayed), count(reserved), oldest).where(j.queue == name)
 
         def run() -> QueueStats:
             with self.engine.connect() as conn:
-                n_ready, n_delayed, n_reserved, oldest = conn.execute(stmt).one()
-            age = max(now - float(oldest), 0.0) if oldest is not None else None
-            return QueueStats(name, int(n_ready), int(n_delayed), int(n_reserved), age)
+                n_ready, n_delayed, n_reserved, age = conn.execute(stmt).one()
+            return QueueStats(name, int(n_ready), int(n_delayed), int(n_reserved),
+                              max(float(age), 0.0) if age is not None else None)
 
         found: QueueStats = self._guard("stats", run)
         return found
@@ -384,7 +465,7 @@ class DatabaseQueue(Queue):
                 return [r.payload for r in conn.execute(
                     sa.select(j.payload).where(j.queue == self.queue_name(queue),
                                                j.reserved_at.is_(None),
-                                               j.available_at <= time.time())
+                                               j.available_at <= self.now)
                     .order_by(j.id).limit(limit))]
 
         return list(self._guard("peek", run))

@@ -9,10 +9,21 @@ Keys of one queue share the hash tag ``{name}`` so they live in one cluster slot
     queues:{default}:bodies     hash id -> payload text (never decoded inside Lua)
     queues:{default}:attempts   hash id -> live attempt count
     queues:{default}:tokens     hash id -> token of the current reservation
+    queues:{default}:failing    hash id -> failure kept while its record could not be written
+    queues:{default}:failed     failed job records of this queue (hash uuid -> record JSON) and
+    queues:{default}:failed:index   their failure times, when the failed store is this Redis
 
 Every score comes from the server clock (``TIME`` inside the scripts). The client never retries a
 script on its own: push is idempotent by id and retried here; a lost pop reply leaves a reservation
-that expires and comes back (at-least-once).
+that expires and comes back (at-least-once), to the head of the ready list.
+
+Two clients: commands (pop, acknowledgements, pushes) time out after ``COMMAND_TIMEOUT_S``, so a
+stalled server cannot hold a worker for long; only the blocking wait (``BLPOP``) uses a socket
+timeout longer than ``block_for``.
+
+The driver keeps every acknowledged job only as long as the server does: without the
+append-only file (``appendonly yes``) a restart loses them all, and a worker says so when it
+starts (:meth:`RedisQueue.startup_warnings`).
 """
 
 from __future__ import annotations
@@ -38,13 +49,16 @@ from eventbus.urls import redact_url
 T = TypeVar("T")
 LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError)
 BULK_CHUNK = 500
+#: Socket timeout of every command but the blocking wait: Redis answers in milliseconds, and an
+#: acknowledgement must give up on a stalled server long before a reservation expires.
+COMMAND_TIMEOUT_S = 5.0
 
 
 def _script(name: str) -> str:
     return resources.files("eventbus.queue").joinpath(f"lua/{name}.lua").read_text()
 
 
-def client_for(url: str, *, socket_timeout: float | None = 10.0, name: str = "eventbus",
+def client_for(url: str, *, socket_timeout: float | None = COMMAND_TIMEOUT_S, name: str = "eventbus",
                cluster: bool = False) -> Any:
     """A client that never retries on its own (a blind retry of a script is not safe).
 
@@ -99,13 +113,22 @@ class RedisQueue(Queue):
         self.block_for: float = float(config.get("block_for", 5.0) or 0.0)
         self.batch: int = int(config.get("migration_batch_size", 100))
         self.cluster = bool(config.get("cluster", False))
-        self.redis = client_for(self.url, socket_timeout=self.block_for + 10.0,
-                                name=f"eventbus:{connection_name}", cluster=self.cluster)
+        self.redis = client_for(self.url, name=f"eventbus:{connection_name}", cluster=self.cluster)
+        self._blocking_client: Any = None
         self._scripts = {
             name: load_script(self.redis, name)
             for name in ("push", "push_many", "pop", "delete", "release", "clear", "peek", "next_due",
-                         "count_exception", "uncount")
+                         "count_exception", "uncount", "hold_failure", "fail")
         }
+
+    @property
+    def _blocking(self) -> Any:
+        """The client for ``BLPOP`` and long scripts: its socket timeout outlasts ``block_for``.
+        Built on first use (a process that only pushes never needs it)."""
+        if self._blocking_client is None:
+            self._blocking_client = client_for(self.url, socket_timeout=self.block_for + 10.0,
+                                               name=f"eventbus:{self.connection_name}", cluster=self.cluster)
+        return self._blocking_client
 
     # -- keys ---------------------------------------------------------------------------------
     def key(self, queue: str | None, suffix: str = "") -> str:
@@ -177,22 +200,24 @@ class RedisQueue(Queue):
     def pop(self, queue: str | None = None) -> QueueJob | None:
         name = self.queue_name(queue)
         token = uuid.uuid4().hex
-        keys = self._keys(name, "", "delayed", "reserved", "notify", "bodies", "attempts", "tokens")
+        keys = self._keys(name, "", "delayed", "reserved", "notify", "bodies", "attempts", "tokens",
+                          "failing")
         keys[0] = self.key(name)
         result = self._call("pop", lambda: self._scripts["pop"](
             keys=keys, args=[f"{self.retry_after:.6f}", self.batch, token]))
         if not result:
             return None
-        job_id, body, attempts = result
+        job_id, body, attempts, failure = result
         return QueueJob(queue=self, queue_name=name, job_id=job_id.decode(),
                         raw=body.decode("utf-8", errors="surrogateescape"),
-                        attempts=int(attempts), token=token)
+                        attempts=int(attempts), token=token,
+                        failure=None if failure is None else failure.decode("utf-8", "replace"))
 
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         """Block on the queues' notify lists until a push, the next due delayed job, or timeout."""
         timeout = min(timeout, self.block_for) if self.block_for > 0 else timeout
         for name in queues:
-            keys = [self.key(name, "delayed")]
+            keys = [self.key(name, "delayed"), self.key(name, "reserved")]
             due = float(self._call("wait", lambda: self._scripts["next_due"](keys=keys)))
             if due >= 0:
                 timeout = min(timeout, due)
@@ -204,12 +229,12 @@ class RedisQueue(Queue):
         # On a cluster one BLPOP cannot span slots: block on the first queue (the others are
         # checked every turn of the loop, at the latest after block_for).
         keys = [self.key(n, "notify") for n in (queues[:1] if self.cluster else queues)]
-        token = self._call("wait", lambda: self.redis.blpop(keys, timeout=max(timeout, 0.01)))
+        token = self._call("wait", lambda: self._blocking.blpop(keys, timeout=max(timeout, 0.01)))
         if token:  # give the wake-up back: the pop script consumes one per job it takes
             self._call("wait", lambda: self.redis.lpush(token[0], 1))
 
     def delete_reserved(self, job: QueueJob) -> bool:
-        keys = self._keys(job.queue_name, "reserved", "bodies", "attempts", "tokens")
+        keys = self._keys(job.queue_name, "reserved", "bodies", "attempts", "tokens", "failing")
         return bool(self._idempotent("delete", lambda: self._scripts["delete"](
             keys=keys, args=[job.job_id, job.token])))
 
@@ -222,6 +247,29 @@ class RedisQueue(Queue):
     def uncount_attempt(self, job: QueueJob) -> None:
         keys = [self.key(job.queue_name, "attempts")]
         self._call("uncount attempt", lambda: self._scripts["uncount"](keys=keys, args=[job.job_id]))
+
+    def hold_failure(self, job: QueueJob, description: str) -> bool:
+        keys = self._keys(job.queue_name, "reserved", "tokens", "failing")
+        return bool(self._idempotent("keep failure", lambda: self._scripts["hold_failure"](
+            keys=keys, args=[job.job_id, job.token, f"{self.retry_after:.6f}", description])))
+
+    # -- failing in one step, when the failed store is this Redis --------------------------------
+    def is_server(self, url: str, cluster: bool) -> bool:
+        """True when ``url`` names this connection's Redis (and database)."""
+        return url == self.url and cluster == self.cluster
+
+    def failed_keys(self, queue: str) -> tuple[str, str]:
+        """The failed records of ``queue`` kept beside it, in its hash slot: (records, index)."""
+        return self.key(queue, "failed"), self.key(queue, "failed:index")
+
+    def fail_reserved(self, job: QueueJob, records: tuple[str, str], args: Sequence[Any]) -> int:
+        """Store a failed record under ``records`` and delete ``job``, in one script and only while
+        its token holds the reservation: 1 done, 0 not held, -1 both record ids taken (see fail.lua
+        for ``args``). Retried across a lost connection: a retry finds its own record."""
+        keys = [*self._keys(job.queue_name, "reserved", "bodies", "attempts", "tokens", "failing"),
+                *records]
+        return int(self._idempotent("fail", lambda: self._scripts["fail"](
+            keys=keys, args=[job.job_id, job.token, *args])))
 
     # -- inspection ---------------------------------------------------------------------------
     def size(self, queue: str | None = None) -> int:
@@ -263,9 +311,11 @@ class RedisQueue(Queue):
         return self._call("stats", run)
 
     def clear(self, queue: str | None = None) -> int:
-        keys = self._keys(queue, "", "delayed", "notify", "bodies", "attempts", "tokens", "reserved")
+        keys = self._keys(queue, "", "delayed", "notify", "bodies", "attempts", "tokens", "reserved",
+                          "failing")
         keys[0] = self.key(queue)
-        return int(self._call("clear", lambda: self._scripts["clear"](keys=keys)))
+        clear = load_script(self._blocking, "clear")  # a long queue takes a while
+        return int(self._call("clear", lambda: clear(keys=keys)))
 
     def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
         bodies = self._call("peek", lambda: self._scripts["peek"](
@@ -283,8 +333,25 @@ class RedisQueue(Queue):
     def ping(self) -> None:
         self._call("ping", self.redis.ping)
 
+    def startup_warnings(self) -> list[str]:
+        """A warning when the server runs without the append-only file: then a restart of Redis
+        (a crash, a deploy, an OOM kill) loses every job it holds, acknowledged or not."""
+        try:
+            info = self._call("persistence check", lambda: self.redis.info("persistence"))
+        except (ConnectionUnavailableError, redis.ResponseError):
+            return []  # INFO may be renamed away on managed servers: nothing to say then
+        nodes = list(info.values()) if info and all(isinstance(v, dict) for v in info.values()) else [info]
+        if all(str(node.get("aof_enabled", "0")) == "1" for node in nodes):
+            return []
+        return [f"Redis at {redact_url(self.url)} (connection {self.connection_name!r}) runs without "
+                "persistence (appendonly no): a restart of the server loses every queued job. "
+                "Set appendonly yes with appendfsync everysec or always."]
+
     def close(self) -> None:
         self.redis.close()
+        if self._blocking_client is not None:
+            self._blocking_client.close()
+            self._blocking_client = None
 
     def state_store(self) -> RedisStateStore:
         """State keys live beside the queues: ``{prefix}state:...`` on this client."""

@@ -54,3 +54,35 @@ def test_one_pop_migrates_at_most_a_batch_of_due_jobs(redis_client: redis.Redis)
     assert redis_client.zcard("queues:{default}:delayed") == 3  # only two moved by that pop
     assert redis_client.llen("queues:{default}") == 1
     assert len([q.pop() for _ in range(4)]) == 4 and q.pop() is None
+
+
+def test_an_expired_reservation_goes_back_to_the_head_of_the_queue(redis_client: redis.Redis) -> None:
+    """A killed worker's job runs next, not after everything queued since (issue 9, fault 4)."""
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL,
+                                                               "retry_after": 0.3}})
+    q = eventbus.connection()
+    q.push(payload(1))
+    q.push(payload(2))
+    first, second = q.pop(), q.pop()  # both workers die holding them
+    assert first is not None and second is not None
+    for n in range(3, 6):
+        q.push(payload(n))
+    import time
+
+    time.sleep(0.4)
+    got = [json.loads(q.pop().raw)["data"]["command"]["n"] for _ in range(5)]  # type: ignore[union-attr]
+    assert got == [1, 2, 3, 4, 5]
+
+
+def test_an_idle_worker_wakes_when_a_reservation_expires(redis_client: redis.Redis) -> None:
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL,
+                                                               "retry_after": 0.5, "block_for": 5}})
+    q = eventbus.connection()
+    q.push(payload(1))
+    assert q.pop() is not None  # its worker dies
+    import time
+
+    started = time.monotonic()
+    q.wait(["default"], 5.0)
+    assert time.monotonic() - started < 2.0
+    assert q.pop() is not None

@@ -1,6 +1,6 @@
 -- Remove ready and delayed jobs with their bodies; reserved jobs stay with their workers.
 -- Returns how many jobs were removed.
--- KEYS: ready, delayed, notify, bodies, attempts, tokens, reserved
+-- KEYS: ready, delayed, notify, bodies, attempts, tokens, reserved, failures
 local ids = redis.call('lrange', KEYS[1], 0, -1)
 for _, id in ipairs(redis.call('zrange', KEYS[2], 0, -1)) do
   table.insert(ids, id)
@@ -11,6 +11,7 @@ for _, id in ipairs(ids) do
     count = count + redis.call('hdel', KEYS[4], id)
     redis.call('hdel', KEYS[5], id)
     redis.call('hdel', KEYS[6], id)
+    redis.call('hdel', KEYS[8], id)
   end
 end
 redis.call('del', KEYS[1], KEYS[2], KEYS[3])

@@ -1,30 +1,44 @@
--- Move due delayed jobs and expired reservations to the ready list (at most ARGV[2] of each),
--- then reserve the oldest ready job: score now + retry_after, a fresh token, attempts + 1.
+-- Move due delayed jobs to the tail of the ready list and expired reservations to its head (at
+-- most ARGV[2] of each), then reserve the oldest ready job: score now + retry_after, a fresh
+-- token, attempts + 1. An expired reservation goes to the head because its job was taken before
+-- everything still waiting: a killed worker's job must not wait behind the whole backlog.
 -- Ids whose body is gone (deleted by a former holder) or that are already reserved
 -- (a duplicate entry) are skipped. Times come from the server clock.
--- KEYS: ready, delayed, reserved, notify, bodies, attempts, tokens
+-- Returns {id, body, attempts, failure}: failure is the description a former holder kept
+-- beside the job when it could not record its failure (failed store down), else nil.
+-- KEYS: ready, delayed, reserved, notify, bodies, attempts, tokens, failures
 -- ARGV: retry_after, migration batch size, token
 local t = redis.call('time')
 local now = tonumber(t[1]) + tonumber(t[2]) / 1000000
 local batch = tonumber(ARGV[2])
 
-local function migrate(from)
+local function due(from)
   local ids = redis.call('zrangebyscore', from, '-inf', string.format('%.6f', now), 'limit', 0, batch)
-  if #ids == 0 then
-    return
+  if #ids > 0 then
+    redis.call('zremrangebyrank', from, 0, #ids - 1)
   end
-  redis.call('zremrangebyrank', from, 0, #ids - 1)
-  for i = 1, #ids, 100 do
-    local j = math.min(i + 99, #ids)
-    redis.call('rpush', KEYS[1], unpack(ids, i, j))
-    for _ = i, j do
-      redis.call('rpush', KEYS[4], 1)
-    end
+  return ids
+end
+
+local function notify(count)
+  for _ = 1, count do
+    redis.call('rpush', KEYS[4], 1)
   end
 end
 
-migrate(KEYS[2])
-migrate(KEYS[3])
+local delayed = due(KEYS[2])
+for i = 1, #delayed, 100 do
+  local j = math.min(i + 99, #delayed)
+  redis.call('rpush', KEYS[1], unpack(delayed, i, j))
+  notify(j - i + 1)
+end
+
+-- LPUSH in reverse: the reservation that expired first ends up first in line
+local expired = due(KEYS[3])
+for i = #expired, 1, -1 do
+  redis.call('lpush', KEYS[1], expired[i])
+end
+notify(#expired)
 
 while true do
   local id = redis.call('lpop', KEYS[1])
@@ -37,6 +51,6 @@ while true do
     local attempts = redis.call('hincrby', KEYS[6], id, 1)
     redis.call('zadd', KEYS[3], string.format('%.6f', now + tonumber(ARGV[1])), id)
     redis.call('hset', KEYS[7], id, ARGV[3])
-    return {id, body, attempts}
+    return {id, body, attempts, redis.call('hget', KEYS[8], id)}
   end
 end

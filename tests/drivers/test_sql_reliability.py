@@ -1,0 +1,165 @@
+"""The database driver against what broke it: a row that makes every pop fail, and workers whose
+clocks disagree. SQLite always, PostgreSQL and MariaDB when they answer."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+import sqlalchemy as sa
+
+import eventbus
+from eventbus.failed import MemoryFailedJobStore
+from eventbus.payload import Payload
+from eventbus.queue.database import DatabaseQueue
+from eventbus.worker import Worker, WorkerOptions
+from helpers import MYSQL_URL, PG_URL, database_reason
+
+pytestmark = pytest.mark.integration
+
+TABLE = "reliability_jobs"
+INT_MAX = 2**31 - 1
+
+
+@pytest.fixture(params=["sqlite", "postgres", "mariadb"])
+def url(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[str]:
+    if request.param == "sqlite":
+        yield f"sqlite:///{tmp_path}/jobs.sqlite3"
+        return
+    found = PG_URL if request.param == "postgres" else MYSQL_URL
+    reason = database_reason(found)
+    if reason:
+        pytest.skip(reason)
+    drop(found)
+    yield found
+    drop(found)
+
+
+def drop(url: str) -> None:
+    engine = sa.create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(sa.text(f"DROP TABLE IF EXISTS {TABLE}"))
+        if engine.dialect.name == "postgresql":
+            conn.execute(sa.text("DROP FUNCTION IF EXISTS reliability_poison() CASCADE"))
+    engine.dispose()
+
+
+def make_queue(url: str, retry_after: float = 10.0) -> DatabaseQueue:
+    config = DatabaseQueue.validate_config("db", {"driver": "database", "url": url, "table": TABLE,
+                                                 "retry_after": retry_after})
+    return DatabaseQueue("db", config)
+
+
+def payload(n: int) -> Payload:
+    return Payload(display_name="T", command_name="t.J", command={"n": n})
+
+
+def execute(queue: DatabaseQueue, sql: str, **params: object) -> None:
+    with queue.engine.begin() as conn:
+        conn.execute(sa.text(sql), params)
+
+
+# -- fault 6: one row that makes the pop fail ------------------------------------------------------
+
+def test_attempts_at_the_integer_maximum_neither_overflow_nor_block_the_queue(url: str) -> None:
+    queue = make_queue(url)
+    poison, behind = payload(1), payload(2)
+    queue.push(poison)
+    queue.push(behind)
+    execute(queue, f"UPDATE {TABLE} SET attempts = :n WHERE uuid = :u", n=INT_MAX, u=poison.uuid)
+    job = queue.pop()
+    assert job is not None and job.uuid == poison.uuid and job.attempts == INT_MAX  # capped, not overflowed
+    nxt = queue.pop()
+    assert nxt is not None and nxt.uuid == behind.uuid
+
+
+def test_the_worker_fails_the_row_at_the_maximum_and_runs_the_jobs_behind_it(url: str) -> None:
+    eventbus.configure(default="db", connections={"db": {"driver": "database", "url": url, "table": TABLE}})
+    queue = eventbus.connection()
+    poison = payload(1)
+    queue.push(poison)
+    execute(queue, f"UPDATE {TABLE} SET attempts = :n WHERE uuid = :u", n=INT_MAX, u=poison.uuid)  # type: ignore[arg-type]
+    store = MemoryFailedJobStore()
+    options = WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0, timeout_s=5)
+    assert Worker(queue, failed=store, options=options).run() == 0
+    [record] = store.all()
+    assert record.uuid == poison.uuid and "attempted too many times" in record.summary
+    assert queue.size() == 0
+
+
+def poison_the_row(queue: DatabaseQueue, uuid: str) -> None:
+    """A trigger that refuses to count an attempt of one row: an error tied to that row alone."""
+    if queue.dialect == "sqlite":
+        execute(queue, f"CREATE TRIGGER reliability_poison BEFORE UPDATE OF attempts ON {TABLE} "
+                       f"WHEN old.uuid = '{uuid}' BEGIN SELECT RAISE(ABORT, 'poisoned row'); END")
+    elif queue.dialect == "postgresql":
+        execute(queue, "CREATE FUNCTION reliability_poison() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN "
+                       "RAISE EXCEPTION 'poisoned row'; END $$")
+        execute(queue, f"CREATE TRIGGER reliability_poison BEFORE UPDATE OF attempts ON {TABLE} FOR EACH ROW "
+                       f"WHEN (old.uuid = '{uuid}' AND new.attempts <> old.attempts) "
+                       "EXECUTE FUNCTION reliability_poison()")
+    else:
+        execute(queue, f"CREATE TRIGGER reliability_poison BEFORE UPDATE ON {TABLE} FOR EACH ROW "
+                       f"BEGIN IF old.uuid = '{uuid}' AND new.attempts <> old.attempts THEN "
+                       "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = 'poisoned row'; END IF; END")
+
+
+def test_a_row_that_fails_every_pop_is_handed_out_with_its_failure_and_the_rest_go_on(url: str) -> None:
+    queue = make_queue(url)
+    poison, behind = payload(1), payload(2)
+    queue.push(poison)
+    queue.push(behind)
+    queue.pop()  # the tables exist, and the trigger may be made
+    execute(queue, f"UPDATE {TABLE} SET reserved_at = NULL, token = NULL")
+    poison_the_row(queue, poison.uuid)
+    job = queue.pop()
+    assert job is not None and job.uuid == poison.uuid and json.loads(job.raw) == poison.to_dict()
+    assert job.failure is not None and job.failure.startswith("eventbus.errors.DeserializationError: row ")
+    assert "poisoned row" in job.failure
+    nxt = queue.pop()
+    assert nxt is not None and nxt.uuid == behind.uuid
+    assert job.delete() and nxt.delete() and queue.size() == 0
+
+
+class Behind(eventbus.Job):
+    ran: list[int] = []
+
+    def handle(self) -> None:
+        Behind.ran.append(self.attempts)
+
+
+def test_sqlite_text_that_is_not_utf8_fails_its_own_job_only(tmp_path: object) -> None:
+    url = f"sqlite:///{tmp_path}/q.sqlite3"
+    eventbus.configure(default="db", connections={"db": {"driver": "database", "url": url, "table": TABLE}})
+    queue = eventbus.connection()
+    queue.push_raw("placeholder")
+    Behind.ran.clear()
+    Behind().dispatch()
+    execute(queue, f"UPDATE {TABLE} SET payload = CAST(:b AS TEXT) WHERE payload = 'placeholder'",  # type: ignore[arg-type]
+            b=b"\xff\xfe not json")
+    store = MemoryFailedJobStore()
+    options = WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0, timeout_s=5)
+    assert Worker(queue, failed=store, options=options).run() == 0
+    [record] = store.all()
+    assert record.payload.encode("utf-8", "surrogateescape") == b"\xff\xfe not json"
+    assert "payload is not JSON" in record.summary
+    assert Behind.ran == [1] and queue.size() == 0  # the job behind it ran
+
+
+# -- fault 7: the database's clock, never a worker's -----------------------------------------------
+
+def test_a_worker_clock_ahead_neither_delays_a_push_nor_steals_a_reservation(
+        url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    honest, ahead = make_queue(url, retry_after=10), make_queue(url, retry_after=10)
+    real = time.time
+    monkeypatch.setattr(time, "time", lambda: real() + 1000)  # this process's clock runs ahead
+    ahead.push(payload(1))
+    monkeypatch.setattr(time, "time", real)
+    job = honest.pop()
+    assert job is not None, "a push stamped by a clock 1000s ahead looks delayed"
+    monkeypatch.setattr(time, "time", lambda: real() + 30)
+    assert ahead.pop() is None, "a worker 30s ahead took a job still reserved for 10s"
+    monkeypatch.setattr(time, "time", real)
+    assert job.delete() and honest.size() == 0
