@@ -3,6 +3,8 @@
     python benchmarks/throughput.py                         # Redis (db 13)
     python benchmarks/throughput.py --connection database   # SQLite file in a temp dir
     python benchmarks/throughput.py --connection database --url postgresql+psycopg://postgres@127.0.0.1/test
+    python benchmarks/throughput.py --connection beanstalkd # beanstalk://127.0.0.1:11300 or --url
+    python benchmarks/throughput.py --connection sqs        # moto's local SQS in this process, or --url ENDPOINT
 
 Prints: enqueue one by one and in bulk (jobs/s), drain with 1 and 2 worker processes (jobs/s),
 and idle-worker latency p50/p99 from push to the start of handle.
@@ -11,6 +13,7 @@ and idle-worker latency p50/p99 from push to the start of handle.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -25,11 +28,46 @@ from _common import REDIS_URL, percentiles, rate, start_workers, timed, worker_e
 from bench_app import RECORD, Latency, Noop  # noqa: E402
 from eventbus.dispatching import make_payload  # noqa: E402
 
+# Workers of --connection beanstalkd|sqs use this module as their app: the connection comes from
+# the environment (the local SQS endpoint only exists once the benchmark runs).
+if os.environ.get("BENCH_QUEUE_CONNECTIONS"):
+    eventbus.configure(connections=json.loads(os.environ["BENCH_QUEUE_CONNECTIONS"]))
+WORKER_ARGS: list[str] = []
+
+
+def configure_remote(connection: str, url: str | None) -> dict[str, object]:
+    """A beanstalkd or SQS connection for the benchmark and its workers (``--app throughput``)."""
+    if connection == "beanstalkd":
+        conn: dict[str, object] = {"driver": "beanstalkd", "url": url or "beanstalk://127.0.0.1:11300"}
+    else:
+        import boto3
+
+        if url is None:
+            import logging
+
+            from moto.server import ThreadedMotoServer
+
+            logging.getLogger("werkzeug").setLevel(logging.ERROR)
+            server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+            server.start()
+            url = "http://{}:{}".format(*server.get_host_and_port())
+        conn = {"driver": "sqs", "endpoint_url": url, "key": "bench", "secret": "bench"}
+        boto3.client("sqs", endpoint_url=url, region_name="us-east-1", aws_access_key_id="bench",
+                     aws_secret_access_key="bench").create_queue(QueueName="default")
+    eventbus.configure(default=connection, connections={connection: conn})
+    os.environ["BENCH_QUEUE_CONNECTIONS"] = json.dumps({connection: conn})  # for worker_env()
+    WORKER_ARGS.extend(["--app", "throughput"])
+    eventbus.connection().clear()
+    return conn
+
 
 def configure(connection: str, url: str | None) -> str | None:
     if connection == "redis":
         eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
         redis.Redis.from_url(REDIS_URL).flushdb()
+        return None
+    if connection in ("beanstalkd", "sqs"):
+        configure_remote(connection, url)
         return None
     url = url or f"sqlite:///{tempfile.mkdtemp()}/bench.sqlite3"
     eventbus.configure(default="database", connections={"database": {"driver": "database", "url": url}})
@@ -41,7 +79,7 @@ def drain(n: int, processes: int, env: dict[str, str]) -> float:
     q = eventbus.connection()
     q.bulk([make_payload(Noop()) for _ in range(n)])
     started = time.perf_counter()
-    workers = start_workers(processes, env, "--stop-when-empty")
+    workers = start_workers(processes, env, *WORKER_ARGS, "--stop-when-empty")
     for w in workers:
         w.wait()
     elapsed = time.perf_counter() - started
@@ -51,7 +89,7 @@ def drain(n: int, processes: int, env: dict[str, str]) -> float:
 
 def latency(count: int, env: dict[str, str]) -> tuple[float, float]:
     RECORD.delete("bench:latency")
-    [worker] = start_workers(1, env, "--sleep", "3")
+    [worker] = start_workers(1, env, *WORKER_ARGS, "--sleep", "3")
     time.sleep(2.0)  # let it start and go idle
     for _ in range(count):
         Latency(time.time()).dispatch()
@@ -66,15 +104,20 @@ def latency(count: int, env: dict[str, str]) -> tuple[float, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--connection", choices=["redis", "database"], default="redis")
-    parser.add_argument("--url", help="database URL (default: a fresh SQLite file)")
-    parser.add_argument("--jobs", type=int, default=20000)
+    parser.add_argument("--connection", choices=["redis", "database", "beanstalkd", "sqs"], default="redis")
+    parser.add_argument("--url", help="database URL (default: a fresh SQLite file), beanstalk:// URL "
+                                      "or SQS endpoint")
+    parser.add_argument("--jobs", type=int, default=None,
+                        help="default 20000 (sqs: 500: the local endpoint slows as its queue grows)")
     parser.add_argument("--latency-jobs", type=int, default=200)
     args = parser.parse_args()
+    args.jobs = args.jobs or (500 if args.connection == "sqs" else 20000)
     db_url = configure(args.connection, args.url)
     env = worker_env(args.connection, db_url)
     q = eventbus.connection()
-    print(f"connection: {args.connection} {db_url or REDIS_URL}, {args.jobs} no-op jobs")
+    where = db_url or (q.config.get("url") or q.config.get("endpoint_url") if args.connection in
+                       ("beanstalkd", "sqs") else REDIS_URL)
+    print(f"connection: {args.connection} {where}, {args.jobs} no-op jobs")
 
     seconds = timed(lambda: [Noop().dispatch() for _ in range(args.jobs)])
     print(f"enqueue one by one      {rate(args.jobs, seconds)}")

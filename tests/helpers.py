@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import pathlib
+import shutil
+import socket
 import subprocess
 import sys
 import time
+import urllib.request
 
 import redis
 
@@ -15,6 +18,11 @@ TESTS = pathlib.Path(__file__).resolve().parent
 REDIS_URL = os.environ.get("EVENTBUS_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 PG_URL = os.environ.get("EVENTBUS_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 MYSQL_URL = os.environ.get("EVENTBUS_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/test")
+#: A beanstalkd the tests may empty at will; unset, each test session starts a private one.
+BEANSTALKD_URL = os.environ.get("EVENTBUS_TEST_BEANSTALKD_URL")
+#: Queues the SQS fixture creates on the local endpoint (moto's default account).
+SQS_QUEUES = ("default", "other", "high", "low", "jobs.fifo")
+SQS_ACCOUNT = "123456789012"
 
 sys.path.insert(0, str(TESTS))
 
@@ -111,3 +119,105 @@ def wait_until_catching(pid: int, *signums: int, timeout: float = 20.0) -> None:
         return all(mask & (1 << (s - 1)) for s in signums)
 
     wait_for(catching, timeout=timeout)
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def address_of(url: str) -> tuple[str, int]:
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(url)
+    return parts.hostname or "127.0.0.1", parts.port or 11300
+
+
+def beanstalkd_reason(url: str) -> str | None:
+    """None when a beanstalkd answers at ``url``, else why not."""
+    try:
+        with socket.create_connection(address_of(url), timeout=2) as sock:
+            sock.sendall(b"stats\r\n")
+            if not sock.recv(3).startswith(b"OK"):
+                return f"{url} answers, but not as beanstalkd"
+        return None
+    except OSError as exc:
+        return f"no beanstalkd answers at {url}: {exc}"
+
+
+class BeanstalkdServer:
+    """A private ``beanstalkd`` on a free loopback port (``args`` such as ``-z 1024`` added)."""
+
+    def __init__(self, *args: str) -> None:
+        binary = shutil.which("beanstalkd")
+        if binary is None:
+            raise FileNotFoundError("beanstalkd is not installed (apt-get install beanstalkd)")
+        port = free_port()
+        self.url = f"beanstalk://127.0.0.1:{port}"
+        self.proc = subprocess.Popen([binary, "-l", "127.0.0.1", "-p", str(port), *args],
+                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                     start_new_session=True)
+        deadline = time.monotonic() + 10
+        while beanstalkd_reason(self.url) is not None:
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                self.stop()
+                raise RuntimeError(f"beanstalkd {' '.join(args)} did not start on port {port}")
+            time.sleep(0.05)
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+
+
+def empty_beanstalkd(url: str, timeout: float = 10.0) -> None:
+    """Delete every job of every tube, waiting for reservations of closed connections to return."""
+    import greenstalk
+
+    client: greenstalk.Client[bytes] = greenstalk.Client(address_of(url), encoding=None)
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            reserved = 0
+            for tube in client.tubes():
+                client.use(tube)
+                for peek in (client.peek_ready, client.peek_delayed, client.peek_buried):
+                    while True:
+                        try:
+                            job = peek()
+                        except greenstalk.NotFoundError:
+                            break
+                        try:
+                            client.delete(job.id)
+                        except greenstalk.NotFoundError:
+                            pass
+                try:
+                    reserved += client.stats_tube(tube)["current-jobs-reserved"]
+                except greenstalk.NotFoundError:
+                    pass
+            if not reserved or time.monotonic() > deadline:
+                return
+            time.sleep(0.05)
+    finally:
+        client.close()
+
+
+def reset_moto(endpoint: str) -> None:
+    """Forget every queue and message the local SQS endpoint holds."""
+    request = urllib.request.Request(f"{endpoint}/moto-api/reset", method="POST")
+    with urllib.request.urlopen(request, timeout=10):
+        pass
+
+
+def sqs_client(endpoint: str) -> object:
+    import boto3
+
+    return boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1",
+                        aws_access_key_id="testing", aws_secret_access_key="testing")

@@ -136,6 +136,15 @@ class QueueJob:
             self.queue.uncount_attempt(self)
         return self.released
 
+    def touch(self) -> bool:
+        """Restart the reservation's clock (a long job asking for another ``retry_after``).
+
+        False when this worker no longer holds the reservation or the driver cannot extend one.
+        """
+        if self.is_done:
+            return False
+        return self.queue.touch_reserved(self)
+
     def fail(self, exc: BaseException) -> None:
         """Fail the job for good, the way the code running it does (record, delete, ``failed()``)."""
         if self.on_fail is not None:
@@ -176,6 +185,17 @@ class Queue(abc.ABC):
     runs_inline: ClassVar[bool] = False
     #: Worker processes take jobs from it, so worker signals (restart, down) apply.
     has_workers: ClassVar[bool] = False
+    #: Pushing a uuid that is still queued adds nothing (the contract's idempotent push). A
+    #: driver whose server cannot deduplicate says False: a repeated push then stores a copy.
+    idempotent_push: ClassVar[bool] = True
+    #: Delays (``later``, ``release``) are rounded *up* to a multiple of this many seconds
+    #: (0: kept as given). A job never runs early; it may run up to this much later.
+    delay_granularity_s: ClassVar[float] = 0.0
+    #: ``clear`` reaches delayed jobs too. False for a server that hides delayed jobs from every
+    #: client until they are due: ``clear`` then removes the ready ones only.
+    clears_delayed: ClassVar[bool] = True
+    #: Ready jobs can be looked at without reserving them (``peek``, ``oldest_ready_age_s``).
+    peekable: ClassVar[bool] = True
 
     def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         self.connection_name = connection_name
@@ -280,6 +300,13 @@ class Queue(abc.ABC):
         written before the fenced delete, unfenced.
         """
         return True
+
+    def touch_reserved(self, job: QueueJob) -> bool:
+        """Extend ``job``'s reservation by another ``retry_after`` while this worker holds it.
+
+        Default: the driver cannot, and says so with False (the reservation keeps its deadline).
+        """
+        return False
 
     # -- inspection --------------------------------------------------------------------------
     @abc.abstractmethod

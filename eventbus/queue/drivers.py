@@ -13,9 +13,11 @@ from importlib.metadata import entry_points
 
 from eventbus.errors import ConfigurationError
 from eventbus.queue.base import Queue
+from eventbus.queue.beanstalkd import BeanstalkdQueue
 from eventbus.queue.database import DatabaseQueue
 from eventbus.queue.null import NullQueue
 from eventbus.queue.redis import RedisQueue
+from eventbus.queue.sqs import SqsQueue
 from eventbus.queue.sync import SyncQueue
 
 ENTRY_POINT_GROUP = "eventbus.drivers"
@@ -26,6 +28,8 @@ _drivers: dict[str, type[Queue]] = {
     "database": DatabaseQueue,
     "sync": SyncQueue,
     "null": NullQueue,
+    "beanstalkd": BeanstalkdQueue,
+    "sqs": SqsQueue,
 }
 _entry_points_loaded = False
 
