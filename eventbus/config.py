@@ -16,7 +16,7 @@ from typing import Any
 
 from eventbus.errors import ConfigurationError
 from eventbus.queue.drivers import driver_class
-from eventbus.urls import REDACTED, redact_url
+from eventbus.urls import REDACTED, is_secret_name, redact_url
 
 DEFAULT_REDIS_URL = "redis://127.0.0.1:6379/0"
 DEFAULT_SQLITE_URL = "sqlite:///eventbus.sqlite3"
@@ -50,12 +50,20 @@ class Settings:
         return dict(self.connections[name])
 
     def __repr__(self) -> str:
-        connections = {name: {k: redact_url(v) if k == "url" and isinstance(v, str) else v
-                              for k, v in conn.items()} for name, conn in self.connections.items()}
+        connections = {name: {k: _shown_option(k, v) for k, v in conn.items()}
+                       for name, conn in self.connections.items()}
         return (f"Settings(default={self.default!r}, connections={connections!r}, "
                 f"failed={redact_url(self.failed)!r}, mail={redact_url(self.mail)!r}, "
                 f"sms={redact_url(self.sms)!r}, key={REDACTED if self.key else None!r}, "
                 f"mail_from={self.mail_from!r})")
+
+
+def _shown_option(name: str, value: Any) -> Any:
+    """A connection option as a repr may print it: URLs without passwords, secrets (an SQS
+    ``secret`` or ``token``, a ``password``) not at all."""
+    if isinstance(value, str) and name == "url":
+        return redact_url(value)
+    return REDACTED if value and is_secret_name(name) else value
 
 
 def builtin_connections(env: Mapping[str, str]) -> dict[str, dict[str, Any]]:

@@ -43,6 +43,13 @@ class InteractsWithQueue:
         if self._queue_job is not None:
             self._queue_job.release(delay, counts_attempt=counts_attempt)
 
+    def touch(self) -> bool:
+        """Ask for another ``retry_after`` before the reservation runs out (a long job's
+        heartbeat, beanstalkd's ``touch``). False when run inline, when this worker no longer
+        holds the reservation, or when the driver cannot extend one (Redis and the database
+        drivers: there ``timeout`` + grace must stay below ``retry_after`` instead)."""
+        return self._queue_job.touch() if self._queue_job is not None else False
+
     def delete(self) -> None:
         """Remove the job from its queue without running it again."""
         if self._queue_job is not None:

@@ -109,12 +109,14 @@ def test_redact_url_hides_the_password() -> None:
 def test_settings_never_show_secrets() -> None:
     s = eventbus.configure(
         connections={"redis": {"driver": "redis", "url": "redis://:hunter2@h:6379/0?password=hunter3"},
-                     "db": {"driver": "database", "url": "postgresql://app:hunter4@db/app"}},
+                     "db": {"driver": "database", "url": "postgresql://app:hunter4@db/app"},
+                     "sqs": {"driver": "sqs", "key": "AKIA", "secret": "hunter9", "token": "hunter10",
+                             "region": "eu-west-1", "queue": "default"}},
         mail="smtp://user:hunter5@smtp.example.com:587", sms="twilio://SID:hunter6@api.twilio.com",
         failed="postgresql://app:hunter7@db/app", key="hunter8")
     shown = repr(s)
-    assert not any(f"hunter{n}" in shown for n in range(2, 9)), shown
-    assert "***" in shown
+    assert not any(f"hunter{n}" in shown for n in range(2, 11)), shown
+    assert "***" in shown and "eu-west-1" in shown
 
 
 @pytest.mark.parametrize("url", ["redis://user:hunter2@[::1:6379/0", "postgresql://u:hunter2@h:notaport/db",

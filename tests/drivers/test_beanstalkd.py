@@ -153,6 +153,23 @@ def test_touch_keeps_a_long_job_reserved(two: tuple[BeanstalkdQueue, BeanstalkdQ
     assert job.delete() and not job.touch()
 
 
+def test_a_running_job_touches_its_own_reservation(two: tuple[BeanstalkdQueue, BeanstalkdQueue]) -> None:
+    """``Job.touch()`` inside ``handle`` reaches the reservation the worker holds."""
+    a, b = two
+    a.push(payload())
+    reserved = a.pop()
+    assert reserved is not None
+    command = eventbus.Job()
+    assert not command.touch()  # inline: nothing to extend
+    command._queue_job = reserved  # as the handler attaches it
+    time.sleep(1.2)
+    assert command.touch()
+    time.sleep(1.3)
+    speak(a)
+    assert b.pop() is None and b.stats().reserved == 1
+    assert reserved.delete() and not command.touch()
+
+
 def test_the_idle_wait_blocks_in_the_server_and_hands_its_job_to_the_next_pop(
         two: tuple[BeanstalkdQueue, BeanstalkdQueue]) -> None:
     a, b = two
