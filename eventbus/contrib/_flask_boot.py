@@ -14,5 +14,8 @@ from flask.cli import ScriptInfo
 
 from eventbus.contrib.flask import current_app_for_jobs
 
-if current_app_for_jobs() is None:
-    ScriptInfo(app_import_path=os.environ.get("FLASK_APP")).load_app()
+#: The loaded app, held here: the integration keeps only a weak reference to it, so without
+#: this one the app would be collected and jobs would run outside any app context.
+app = current_app_for_jobs()
+if app is None:
+    app = ScriptInfo(app_import_path=os.environ.get("FLASK_APP")).load_app()
