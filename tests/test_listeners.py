@@ -468,3 +468,18 @@ def test_a_hold_opened_by_an_integration_works_like_the_block() -> None:
         assert len(queue.pushed) == 1
         Invoice().dispatch()
         assert len(queue.pushed) == 2
+
+
+def test_fake_queue_knows_the_queue_a_job_without_one_goes_to() -> None:
+    """A job that names no queue goes to its connection's default queue, and the fake says so."""
+    class Plain(eventbus.Job):
+        def handle(self) -> None:
+            pass
+
+    eventbus.configure(connections={"database": {"driver": "database", "url": "sqlite:///q.sqlite3",
+                                                 "queue": "main"}})
+    with fake_queue() as queue:
+        Plain().dispatch()
+    queue.assert_pushed_on("main", Plain)
+    with pytest.raises(AssertionError, match="Plain on database:main"):
+        queue.assert_pushed_on("default", Plain)

@@ -11,6 +11,7 @@ from eventbus import dispatching
 from eventbus.event_bus import EventBus, bus, key_name
 from eventbus.dispatching import Destination
 from eventbus.payload import Payload
+from eventbus.runtime import settings
 
 Predicate = Callable[[Any], bool] | None
 
@@ -97,8 +98,12 @@ class PushedJob:
     payload: Payload
 
     @property
-    def queue(self) -> str | None:
-        return self.destination.queue
+    def queue(self) -> str:
+        """The queue the job goes to: its own, else its connection's default queue."""
+        if self.destination.queue:
+            return self.destination.queue
+        config = settings().connection_config(self.destination.connection)
+        return str(config.get("queue") or "default")
 
     @property
     def job_class(self) -> Any:
@@ -126,7 +131,7 @@ class QueueFake:
                 and (predicate is None or predicate(p.command))]
 
     def _seen(self) -> list[str]:
-        return [f"{_name(p.job_class)} on {p.destination.connection}:{p.queue or 'default'}"
+        return [f"{_name(p.job_class)} on {p.destination.connection}:{p.queue}"
                 for p in self.pushed]
 
     def assert_pushed(self, job_type: Any, predicate: Predicate = None, times: int | None = None) -> None:
