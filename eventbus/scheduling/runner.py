@@ -7,9 +7,10 @@ says how many missed instants to fire), and one restarted within a minute never 
 The first time an entry is seen it starts from now: nothing is back-filled.
 
 Each instant is pushed at most once: the job's uuid is derived from the entry and the instant,
-and the push is claimed with a marker (atomically with the push on drivers that offer
-``push_once``, Redis and SQL; elsewhere the claim comes just before the push, so a scheduler
-killed between the two skips that one instant rather than firing it twice). With
+and the push is claimed with a marker in the state store just before the push, so a scheduler
+killed between the two skips that one instant rather than firing it twice. A driver may offer
+``push_once(payload, queue, marker, keep_s)`` to record the marker in the same step as the push
+(none of the built-in drivers does yet); the runner then uses it. With
 ``on_one_server()`` the markers are shared by every scheduler process, so each instant fires
 once however many run; without it every host fires its own.
 """
