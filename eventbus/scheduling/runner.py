@@ -8,9 +8,7 @@ The first time an entry is seen it starts from now: nothing is back-filled.
 
 Each instant is pushed at most once: the job's uuid is derived from the entry and the instant,
 and the push is claimed with a marker in the state store just before the push, so a scheduler
-killed between the two skips that one instant rather than firing it twice. A driver may offer
-``push_once(payload, queue, marker, keep_s)`` to record the marker in the same step as the push
-(none of the built-in drivers does yet); the runner then uses it. With
+killed between the two skips that one instant rather than firing it twice. With
 ``on_one_server()`` the markers are shared by every scheduler process, so each instant fires
 once however many run; without it every host fires its own.
 """
@@ -26,9 +24,7 @@ import uuid as uuid_module
 from collections.abc import Callable
 
 from eventbus import runtime
-from eventbus.dispatching import Destination, make_payload, push_interceptors, push_payload
-from eventbus.event_bus import bus
-from eventbus.events import JobQueued
+from eventbus.dispatching import Destination, make_payload, push_payload
 from eventbus.payload import Payload
 from eventbus.scheduling import cron
 from eventbus.scheduling.schedule import Schedule, ScheduledJob
@@ -154,18 +150,8 @@ class Scheduler:
 def push_once(destination: Destination, payload: Payload, marker: str) -> bool:
     """Push ``payload`` unless ``marker`` was pushed before; True when this call pushed it.
 
-    Fakes (``eventbus.testing.fake_queue``) see every push. A driver with an atomic
-    ``push_once`` records the marker in the same step as the push; elsewhere the marker is
-    claimed in the state store first, and withdrawn if the push fails.
+    The marker is claimed in the state store first, and withdrawn if the push fails.
     """
-    queue = runtime.connection(destination.connection)
-    atomic = getattr(queue, "push_once", None)
-    if callable(atomic) and not push_interceptors:
-        if not atomic(payload, destination.queue, marker, MARKER_KEEP_S):
-            return False
-        bus.emit(JobQueued(destination.connection, queue.queue_name(destination.queue), payload.uuid,
-                           payload.display_name, 0.0))
-        return True
     state = runtime.state(destination.connection)
     if not state.add(f"schedule-marker:{marker}", payload.uuid, ttl_s=MARKER_KEEP_S):
         return False

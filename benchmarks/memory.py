@@ -1,0 +1,85 @@
+"""A worker's resident memory over many jobs: does it grow?
+
+    python benchmarks/memory.py                      # 100,000 no-op jobs on Redis (db 13)
+    python benchmarks/memory.py --jobs 20000 --every 2000
+
+One worker process (``eventbus work --quiet``) drains jobs pushed in chunks while this script
+keeps the queue fed; after every ``--every`` jobs it reads the worker's RSS from
+``/proc/PID/status`` and prints the curve: jobs done, RSS, growth since the first reading (taken
+after a warm-up, once imports and connection pools exist). Issue 11's target is less than 5 MB of
+growth over 100,000 jobs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import redis  # noqa: E402
+
+import eventbus  # noqa: E402
+from _common import REDIS_URL, start_workers, worker_env  # noqa: E402
+from bench_app import Noop  # noqa: E402
+
+CHUNK = 2000
+
+
+def rss_mb(pid: int) -> float:
+    with open(f"/proc/{pid}/status") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--jobs", type=int, default=100_000)
+    parser.add_argument("--every", type=int, default=10_000, help="jobs between two readings")
+    parser.add_argument("--warm-up", type=int, default=2_000, help="jobs before the first reading")
+    args = parser.parse_args()
+
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    redis.Redis.from_url(REDIS_URL).flushdb()
+    queue = eventbus.connection()
+    total = args.warm_up + args.jobs
+    [worker] = start_workers(1, worker_env("redis", None))
+    pushed, readings, next_reading = 0, [], args.warm_up
+    started = time.monotonic()
+    try:
+        while True:
+            waiting = queue.size()
+            done = pushed - waiting
+            if pushed < total and waiting < CHUNK:
+                n = min(CHUNK, total - pushed)
+                eventbus.dispatch_many(Noop() for _ in range(n))
+                pushed += n
+            if done >= next_reading:
+                readings.append((done, rss_mb(worker.pid)))
+                base = readings[0][1]
+                print(f"{done:>9,} jobs   RSS {readings[-1][1]:7.1f} MB   growth {readings[-1][1] - base:+6.1f} MB",
+                      flush=True)
+                next_reading += args.every
+            if done >= total:
+                break
+            if worker.poll() is not None:
+                print(f"the worker exited with {worker.returncode}")
+                return 1
+            time.sleep(0.02)
+    finally:
+        worker.terminate()
+        worker.wait(10)
+    growth = readings[-1][1] - readings[0][1]
+    elapsed = time.monotonic() - started
+    verdict = "met" if growth < 5 else "NOT met"
+    print(f"\n{args.jobs:,} jobs after the warm-up in {elapsed:.0f}s: RSS grew {growth:+.1f} MB "
+          f"(target < 5 MB: {verdict})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
