@@ -170,3 +170,12 @@ def test_failed_escapes_what_payloads_say(use_redis: redis.Redis) -> None:
     eventbus.connection().push_raw("body\x1b[2J", "q")
     result = CliRunner().invoke(main, ["peek", "--queue", "q"])
     assert result.output == "body\\x1b[2J\n"
+
+
+@pytest.mark.parametrize("grace", ["abc", "-1", "nan"])
+def test_a_bad_timeout_grace_is_exit_2_with_one_line(worker_env: dict, grace: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "eventbus", "work", "--stop-when-empty"],
+                          env={**worker_env, "EVENTBUS_TIMEOUT_GRACE": grace}, capture_output=True, text=True)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.strip() == (f"eventbus: error: EVENTBUS_TIMEOUT_GRACE must be a number of seconds >= 0, "
+                                   f"not {grace!r}")

@@ -16,6 +16,7 @@ from eventbus.errors import ConfigurationError, MissingDependencyError
 from eventbus.monitoring.logformat import FORMATS, JsonFormatter
 from eventbus.monitoring.observer import WorkerObserver
 from eventbus.supervisor import SUPERVISOR_PID_ENV, Supervisor
+from eventbus.timeouts import grace_s
 from eventbus.worker import Worker, WorkerOptions
 
 
@@ -68,6 +69,7 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
       eventbus work --processes 4 --metrics-port 9191   one /metrics for all four
     """
     setup(ctx, quiet)
+    grace = grace_s()  # a bad EVENTBUS_TIMEOUT_GRACE is a usage error here, not in every child
     if watch:
         ctx.exit(watch_and_restart(ctx))
     if log_format == "json":
@@ -93,7 +95,7 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
         timeout_s=opts["timeout"], memory_mb=opts["memory"], max_jobs=opts["max_jobs"],
         max_time_s=opts["max_time"], rest_s=opts["rest"], force=opts["force"], once=opts["once"],
         stop_when_empty=opts["stop_when_empty"],
-        timeout_grace_s=float(os.environ.get("EVENTBUS_TIMEOUT_GRACE", "5")),
+        timeout_grace_s=grace,
         supervisor_pid=int(os.environ.get(SUPERVISOR_PID_ENV) or 0), log_format=log_format)
     observers, server = _metrics(connection_name, metrics_port, metrics_host)
     worker = Worker.for_connection(connection_name, options=options, observers=observers,
