@@ -70,7 +70,9 @@ def test_the_first_block_is_the_two_commands_and_ci_runs_the_second() -> None:
 
 
 def environment(directory: pathlib.Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVENTBUS_")}
+    # A reader's shell: no eventbus settings, nor the framework apps other tests set up here.
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("EVENTBUS_") and k not in ("DJANGO_SETTINGS_MODULE", "FLASK_APP")}
     env.update({"PYTHONPATH": os.pathsep.join([str(directory), str(ROOT)]), "EVENTBUS_REDIS_URL": REDIS_URL,
                 "PATH": os.pathsep.join([str(pathlib.Path(sys.executable).parent), env.get("PATH", "")]),
                 "PYTHONWARNINGS": "error::DeprecationWarning:eventbus", "PYTHONUNBUFFERED": "1"})
