@@ -195,7 +195,7 @@ def acknowledge(job: QueueJob, ctx: Collaborators) -> None:
         ctx.continue_chain(chained)
     ctx.after_success(job)
     if not job.is_done:
-        job.delete()
+        job.acknowledge()
 
 
 def deletes_when_missing_models(job: QueueJob) -> bool:

@@ -67,6 +67,15 @@ class QueueStats:
 
 
 @dataclasses.dataclass
+class Reserved:
+    """What :meth:`Queue.reserve` returns: the jobs it reserved, oldest first, and the ids of the
+    renewed jobs whose reservation this worker no longer holds (they belong to someone else)."""
+
+    jobs: list[QueueJob]
+    lost: set[str] = dataclasses.field(default_factory=set)
+
+
+@dataclasses.dataclass
 class QueueJob:
     """A reserved job as the worker sees it: the raw body, the live attempt count, the token."""
 
@@ -85,6 +94,13 @@ class QueueJob:
     failed: bool = False
     #: The delay of the last ``release`` (for the worker's report).
     release_delay_s: float | None = None
+    #: When the reservation runs out, on this process's ``time.monotonic()`` clock (taken just
+    #: before the request that made or renewed it, so never later than the server's deadline).
+    #: 0: unknown (drivers without expiring reservations, inline jobs).
+    reserved_until: float = 0.0
+    #: Set by a worker that batches acknowledgements (:meth:`Queue.reserve`): ``delete`` after
+    #: success hands the job to it instead of making a round trip of its own.
+    defer_delete: Callable[[QueueJob], None] | None = dataclasses.field(default=None, repr=False)
     _payload: Payload | None = dataclasses.field(default=None, repr=False)
     _document: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
     #: Set by whoever runs the job (the worker's processing): how ``fail()`` fails it for good.
@@ -123,6 +139,18 @@ class QueueJob:
             return True
         self.deleted = self.queue.delete_reserved(self)
         return self.deleted
+
+    def acknowledge(self) -> None:
+        """Delete the job after it succeeded: now, or, for a worker that batches acknowledgements,
+        with its next request to the server (the job is done either way; a worker killed in
+        between leaves a reservation that expires, and the job runs again: at-least-once)."""
+        if self.deleted:
+            return
+        if self.defer_delete is not None:
+            self.deleted = True
+            self.defer_delete(self)
+            return
+        self.delete()
 
     def release(self, delay: Delay | None = 0, *, counts_attempt: bool = True) -> bool:
         """Put the job back, available after ``delay``. False if the reservation was lost.
@@ -307,6 +335,36 @@ class Queue(abc.ABC):
         Default: the driver cannot, and says so with False (the reservation keeps its deadline).
         """
         return False
+
+    # -- reserving many at once (the worker's prefetch) ----------------------------------------
+    #: :meth:`reserve` takes many jobs and settles the worker's finished ones in one round trip.
+    #: Only then does the worker prefetch and batch its acknowledgements (the default below is
+    #: correct for every driver but saves nothing).
+    batches_reservations: ClassVar[bool] = False
+
+    def reserve(self, queue: str | None, limit: int, *, acks: Sequence[QueueJob] = (),
+                renew: Sequence[QueueJob] = (), give_back: Sequence[QueueJob] = ()) -> Reserved:
+        """In one request where the driver can: delete ``acks`` (jobs of ``queue`` that succeeded),
+        extend the reservations of ``renew`` (held, not started yet) by ``retry_after``, put
+        ``give_back`` (held, never started) back at the head of the queue without counting their
+        attempt, then reserve up to ``limit`` ready jobs, each with its own token and deadline.
+
+        Every job passed must belong to ``queue`` and still carry its token; a job whose
+        reservation this worker lost is left alone (and reported in ``lost`` when renewed).
+        """
+        for job in acks:
+            self.delete_reserved(job)
+        lost = {job.job_id for job in renew if not self.touch_reserved(job)} if renew else set()
+        for job in give_back:
+            if self.release_reserved(job, 0.0):
+                self.uncount_attempt(job)
+        jobs: list[QueueJob] = []
+        while len(jobs) < limit:
+            job = self.pop(queue)
+            if job is None:
+                break
+            jobs.append(job)
+        return Reserved(jobs, lost)
 
     # -- inspection --------------------------------------------------------------------------
     @abc.abstractmethod
