@@ -14,12 +14,19 @@ A row that makes the pop fail by itself (an error in its data, not in the connec
 reserved on its own without counting an attempt and handed out with a ``failure`` that says
 why: the worker records it as failed and goes on, and the rows behind it are not held up.
 
+A prefetching worker calls :meth:`DatabaseQueue.reserve` instead: it deletes the jobs that
+succeeded, renews or gives back held ones and reserves the next ones in one statement on
+PostgreSQL (data-modifying CTEs around ``UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP
+LOCKED) RETURNING``), in one transaction on SQLite and MariaDB, with everything a pop
+guarantees; a batch that fails on a row falls back to the pop's path for that call.
+
 On PostgreSQL a push also sends ``NOTIFY eventbus_jobs`` and idle workers ``LISTEN``, so they
 wake at once instead of after ``--sleep``.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -31,7 +38,15 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from eventbus.payload import Payload, attempts_of
-from eventbus.queue.base import Queue, QueueJob, QueueStats, delay_seconds, id_for, parse_signals
+from eventbus.queue.base import (
+    Queue,
+    QueueJob,
+    QueueStats,
+    Reserved,
+    delay_seconds,
+    id_for,
+    parse_signals,
+)
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.sql import (
     as_bytes,
@@ -51,6 +66,9 @@ RECLAIM_INTERVAL_S = 1.0
 SQLITE_POLL_S = 0.05
 #: The attempts column is a 32-bit integer everywhere: the count stops here.
 MAX_ATTEMPTS = 2**31 - 1
+#: :meth:`DatabaseQueue.reserve` gives each job the token ``prefix + str(id)``: a random prefix of
+#: this many hex digits per call, the row id after it (at most 19 digits: the token fits 32).
+TOKEN_PREFIX_LENGTH = 13
 _LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
 
 
@@ -75,6 +93,42 @@ def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
                  sqlite_where=sa.text("reserved_at IS NULL")),
         sa.Index(f"{name}_reserved_index", "queue", "reserved_at"),
     )
+
+
+#: PostgreSQL's :meth:`DatabaseQueue.reserve`: one statement, so one round trip and one
+#: transaction. Every part acts only where the job's token still holds (``id = ANY(ids) AND
+#: token = ANY(tokens)`` is the pairwise test: a token is only ever given to one row). The held
+#: jobs are kept out of ``taken`` so that no row is changed twice by the statement (one whose
+#: reservation was reclaimed but not taken again is ready, and still carries its token).
+_PG_RESERVE = """
+WITH acked AS (
+    DELETE FROM {jobs}
+    WHERE id = ANY(CAST(%(ack_ids)s AS bigint[])) AND token = ANY(CAST(%(ack_tokens)s AS text[]))
+), renewed AS (
+    UPDATE {jobs} SET reserved_at = {now}
+    WHERE id = ANY(CAST(%(renew_ids)s AS bigint[])) AND token = ANY(CAST(%(renew_tokens)s AS text[]))
+    RETURNING id
+), given AS (
+    UPDATE {jobs} SET reserved_at = NULL, token = NULL, attempts = GREATEST(attempts - 1, 0)
+    WHERE id = ANY(CAST(%(give_ids)s AS bigint[])) AND token = ANY(CAST(%(give_tokens)s AS text[]))
+    RETURNING id
+), taken AS (
+    UPDATE {jobs} SET reserved_at = {now}, token = %(prefix)s || id,
+        attempts = CASE WHEN attempts < {max_attempts} THEN attempts + 1 ELSE attempts END
+    WHERE id IN (
+        SELECT id FROM {jobs}
+        WHERE queue = %(queue)s AND reserved_at IS NULL AND available_at <= {now}
+          AND id <> ALL(CAST(%(held)s AS bigint[]))
+        ORDER BY id LIMIT %(limit)s
+        FOR UPDATE SKIP LOCKED)
+    RETURNING id, uuid, payload, attempts, failure
+), notified AS (
+    SELECT pg_notify(%(channel)s, %(queue)s) FROM (SELECT FROM given LIMIT 1) AS any_given
+)
+SELECT 'taken', id, uuid, payload, attempts, failure FROM taken
+UNION ALL SELECT 'renewed', id, NULL, NULL, NULL, NULL FROM renewed
+UNION ALL SELECT 'notified', NULL, NULL, NULL, NULL, NULL FROM notified
+"""
 
 
 def signals_table(metadata: sa.MetaData) -> sa.Table:
@@ -125,6 +179,16 @@ class DatabaseQueue(Queue):
             ensure_tables(self.engine, self.metadata, [self.jobs, self.signals_table])
             ensure_columns(self.engine, self.jobs, ["failure"])
             self._ready = True
+
+    def _postgresql(self, template: str) -> str:
+        """One of the PostgreSQL statements above, for this table, with the server's clock."""
+        dialect = self.engine.dialect
+        return template.format(jobs=dialect.identifier_preparer.format_table(self.jobs),
+                               now=self.now.compile(dialect=dialect), max_attempts=MAX_ATTEMPTS)
+
+    @functools.cached_property
+    def _pg_reserve(self) -> str:
+        return self._postgresql(_PG_RESERVE)
 
     def migrate(self) -> list[str]:
         guarded(self.url, "migrate", self._ensure_tables)
@@ -205,18 +269,27 @@ class DatabaseQueue(Queue):
     def _pop(self, name: str) -> QueueJob | None:
         token = uuid.uuid4().hex
         self._reclaim_expired(name)
+        started = time.monotonic()
         try:
             row = self._reserve(name, token)
         except sa.exc.DBAPIError as exc:
             if not is_row_problem(exc):
                 raise
-            return self._reserve_head_alone(name, token, exc)
-        return None if row is None else self._job(name, token, *row)
+            return self._reserve_head_alone(name, token, exc, started)
+        return None if row is None else self._job(name, token, row, started)
 
-    def _job(self, name: str, token: str, job_id: Any, job_uuid: str, raw: str, attempts: int,
-             failure: str | None) -> QueueJob:
+    def _job(self, name: str, token: str, row: Sequence[Any], started: float) -> QueueJob:
+        """The job of a reserved row ``(id, uuid, payload, attempts, failure)``; its reservation
+        runs out ``retry_after`` after ``started`` (this process's clock, read before the request)."""
+        job_id, job_uuid, raw, attempts, failure = row
         return QueueJob(queue=self, queue_name=name, job_id=str(job_id), raw=raw, attempts=int(attempts),
-                        token=token, stored_uuid=job_uuid, failure=failure)
+                        token=token, stored_uuid=job_uuid, failure=failure,
+                        reserved_until=started + self.retry_after)
+
+    def _counted(self) -> Any:
+        """The attempts column after a reservation counts one (it stops at the maximum)."""
+        j = self.jobs.c
+        return sa.case((j.attempts < MAX_ATTEMPTS, j.attempts + 1), else_=j.attempts)
 
     def _reserve(self, name: str, token: str, only: int | None = None) -> Any:
         """Reserve the oldest available job (or job ``only``): its row, or None when none is ready."""
@@ -226,8 +299,7 @@ class DatabaseQueue(Queue):
             oldest = oldest.where(j.id == only)
         if self.dialect != "sqlite":
             oldest = oldest.with_for_update(skip_locked=True)
-        counted = sa.case((j.attempts < MAX_ATTEMPTS, j.attempts + 1), else_=j.attempts)
-        reserve = sa.update(self.jobs).values(reserved_at=self.now, token=token, attempts=counted)
+        reserve = sa.update(self.jobs).values(reserved_at=self.now, token=token, attempts=self._counted())
         columns = (j.id, j.uuid, j.payload, j.attempts, j.failure)
         if self.dialect in ("postgresql", "sqlite"):  # one statement: UPDATE ... RETURNING
             with self.worker_engine.begin() as conn:
@@ -239,7 +311,8 @@ class DatabaseQueue(Queue):
             conn.execute(reserve.where(j.id == found))
             return conn.execute(sa.select(*columns).where(j.id == found)).first()
 
-    def _reserve_head_alone(self, name: str, token: str, error: sa.exc.DBAPIError) -> QueueJob | None:
+    def _reserve_head_alone(self, name: str, token: str, error: sa.exc.DBAPIError,
+                            started: float) -> QueueJob | None:
         """The pop failed on something in the data. Try the oldest ready row by itself: when it
         fails again, that row is the cause, and it is handed out to be failed (:meth:`_quarantine`)."""
         j = self.jobs.c
@@ -252,10 +325,11 @@ class DatabaseQueue(Queue):
         except sa.exc.DBAPIError as again:
             if not is_row_problem(again):
                 raise
-            return self._quarantine(name, token, int(head), again)
-        return None if row is None else self._job(name, token, *row)
+            return self._quarantine(name, token, int(head), again, started)
+        return None if row is None else self._job(name, token, row, started)
 
-    def _quarantine(self, name: str, token: str, row_id: int, error: sa.exc.DBAPIError) -> QueueJob | None:
+    def _quarantine(self, name: str, token: str, row_id: int, error: sa.exc.DBAPIError,
+                    started: float) -> QueueJob | None:
         """Reserve row ``row_id`` without counting an attempt and read its payload as bytes (what
         no decoding can refuse); the job carries the error as its failure, so the worker records
         it without running it."""
@@ -270,8 +344,8 @@ class DatabaseQueue(Queue):
         reason = str(error.orig).strip().splitlines()[0] if error.orig is not None else str(error)
         failure = (f"eventbus.errors.DeserializationError: row {row_id} of table {self.jobs.name} cannot "
                    f"be reserved: {type(error.orig).__name__}: {reason}")
-        return QueueJob(queue=self, queue_name=name, job_id=str(row_id), token=token, stored_uuid=job_uuid,
-                        raw=bytes(body).decode("utf-8", "surrogateescape"), attempts=0, failure=failure)
+        raw = bytes(body).decode("utf-8", "surrogateescape")
+        return self._job(name, token, (row_id, job_uuid, raw, 0, failure), started)
 
     def delete_reserved(self, job: QueueJob) -> bool:
         def run() -> bool:
@@ -312,15 +386,26 @@ class DatabaseQueue(Queue):
 
     def hold_failure(self, job: QueueJob, description: str) -> bool:
         """Keep the failure beside the job and restart its reservation, only for its token."""
+        return self._restart_reservation(job, "keep failure", failure=description)
+
+    def touch_reserved(self, job: QueueJob) -> bool:
+        """Restart the reservation's clock, only for the job's token."""
+        return self._restart_reservation(job, "extend reservation")
+
+    def _restart_reservation(self, job: QueueJob, action: str, **values: Any) -> bool:
         j = self.jobs.c
+        started = time.monotonic()
 
         def run() -> bool:
             with self.worker_engine.begin() as conn:
                 return bool(conn.execute(sa.update(self.jobs).where(
                     j.id == int(job.job_id), j.token == job.token).values(
-                    failure=description, reserved_at=self.now)).rowcount)
+                    reserved_at=self.now, **values)).rowcount)
 
-        return self._fenced("keep failure", run)
+        held = self._fenced(action, run)
+        if held:
+            job.reserved_until = started + self.retry_after
+        return held
 
     def _fenced(self, action: str, fn: Any) -> bool:
         """Delete and release are fenced by the token, so one retry on a dropped connection is safe."""
@@ -328,6 +413,144 @@ class DatabaseQueue(Queue):
             return bool(self._guard(action, fn))
         except ConnectionUnavailableError:
             return bool(self._guard(action, fn))
+
+    # -- reserving many at once (the worker's prefetch) ----------------------------------------
+    batches_reservations = True
+
+    def reserve(self, queue: str | None, limit: int, *, acks: Sequence[QueueJob] = (),
+                renew: Sequence[QueueJob] = (), give_back: Sequence[QueueJob] = ()) -> Reserved:
+        """Settle the worker's jobs and reserve up to ``limit`` more, oldest first, in one
+        statement on PostgreSQL and one transaction on SQLite and MariaDB (the contract is on
+        :meth:`Queue.reserve`).
+
+        Each reserved job gets its own token, this call's random prefix followed by the row id,
+        so the statement needs no parameter per row. Everything ``pop`` guarantees holds: the
+        attempt is counted (up to the maximum), expired reservations are reclaimed first, the
+        times are the server's, and a row that makes the statement fail is found and handed out
+        alone with its failure (then this call reserves the way ``pop`` does, one by one).
+        A dropped connection is tried once more: every part is fenced by the tokens, and jobs
+        a lost reply had reserved come back after ``retry_after``.
+        """
+        name = self.queue_name(queue)
+        limit = max(int(limit), 0)
+        if not (limit or acks or renew or give_back):
+            return Reserved([])
+
+        def run() -> Reserved:
+            return self._reserve_many(name, limit, acks, renew, give_back)
+
+        try:
+            found: Reserved = self._guard("reserve", run)
+        except ConnectionUnavailableError:
+            found = self._guard("reserve", run)
+        return found
+
+    def _reserve_many(self, name: str, limit: int, acks: Sequence[QueueJob], renew: Sequence[QueueJob],
+                      give_back: Sequence[QueueJob]) -> Reserved:
+        if limit:
+            self._reclaim_expired(name)
+        started = time.monotonic()
+        prefix = uuid.uuid4().hex[:TOKEN_PREFIX_LENGTH]
+        batch = self._batch_postgresql if self.dialect == "postgresql" else self._batch_in_transaction
+        try:
+            rows, kept = batch(name, limit, prefix, acks, renew, give_back)
+        except sa.exc.DBAPIError as exc:
+            if not is_row_problem(exc):
+                raise
+            return self._reserve_one_by_one(name, limit, acks, renew, give_back, started)
+        jobs = [self._job(name, f"{prefix}{row[0]}", row, started) for row in sorted(rows, key=lambda r: r[0])]
+        return Reserved(jobs, self._renewed(renew, kept, started))
+
+    def _renewed(self, renew: Sequence[QueueJob], kept: set[int], started: float) -> set[str]:
+        """Move the deadline of the renewed jobs still held; the ids of the others (lost)."""
+        lost: set[str] = set()
+        for job in renew:
+            if int(job.job_id) in kept:
+                job.reserved_until = started + self.retry_after
+            else:
+                lost.add(job.job_id)
+        return lost
+
+    def _batch_postgresql(self, name: str, limit: int, prefix: str, acks: Sequence[QueueJob],
+                          renew: Sequence[QueueJob], give_back: Sequence[QueueJob]) -> tuple[list[Any], set[int]]:
+        """:data:`_PG_RESERVE` on the worker's autocommit connection, as the driver's SQL."""
+        params = {"queue": name, "limit": limit, "prefix": prefix, "channel": NOTIFY_CHANNEL,
+                  "held": [int(job.job_id) for part in (acks, renew, give_back) for job in part],
+                  "ack_ids": [int(job.job_id) for job in acks], "ack_tokens": [job.token for job in acks],
+                  "renew_ids": [int(job.job_id) for job in renew], "renew_tokens": [job.token for job in renew],
+                  "give_ids": [int(job.job_id) for job in give_back],
+                  "give_tokens": [job.token for job in give_back]}
+        with self.worker_engine.connect() as conn:
+            result = conn.exec_driver_sql(self._pg_reserve, params).all()
+        return ([row[1:] for row in result if row[0] == "taken"],
+                {int(row[1]) for row in result if row[0] == "renewed"})
+
+    def _batch_in_transaction(self, name: str, limit: int, prefix: str, acks: Sequence[QueueJob],
+                              renew: Sequence[QueueJob], give_back: Sequence[QueueJob]
+                              ) -> tuple[list[Any], set[int]]:
+        """SQLite (under its write lock) and MariaDB: the statements one after the other, in one
+        transaction; only those with something to do are sent."""
+        with self.engine.begin() as conn:
+            kept = self._settle(conn, acks, renew, give_back)
+            held = [int(job.job_id) for part in (acks, renew, give_back) for job in part]
+            rows = self._take(conn, name, limit, prefix, held) if limit else []
+        return rows, kept
+
+    def _holding(self, jobs: Sequence[QueueJob]) -> tuple[Any, Any]:
+        """The rows of ``jobs`` whose token still holds (pairwise: a token names one row only)."""
+        j = self.jobs.c
+        return j.id.in_([int(job.job_id) for job in jobs]), j.token.in_([job.token for job in jobs])
+
+    def _settle(self, conn: sa.Connection, acks: Sequence[QueueJob], renew: Sequence[QueueJob],
+                give_back: Sequence[QueueJob]) -> set[int]:
+        """Delete ``acks``, renew ``renew``, give back ``give_back`` (each only where its token
+        holds); the ids of the renewed jobs still held."""
+        j = self.jobs.c
+        if acks:
+            conn.execute(sa.delete(self.jobs).where(*self._holding(acks)))
+        kept: set[int] = set()
+        if renew:
+            conn.execute(sa.update(self.jobs).where(*self._holding(renew)).values(reserved_at=self.now))
+            kept = {int(i) for i in conn.execute(sa.select(j.id).where(*self._holding(renew))).scalars()}
+        if give_back:
+            given = conn.execute(sa.update(self.jobs).where(*self._holding(give_back)).values(
+                reserved_at=None, token=None, attempts=sa.case((j.attempts > 0, j.attempts - 1), else_=0)))
+            if given.rowcount and self.dialect == "postgresql":
+                conn.execute(sa.text("SELECT pg_notify(:c, :q)"),
+                             {"c": NOTIFY_CHANNEL, "q": give_back[0].queue_name})
+        return kept
+
+    def _take(self, conn: sa.Connection, name: str, limit: int, prefix: str, held: list[int]) -> list[Any]:
+        """Reserve up to ``limit`` of the oldest available rows (none of ``held``): their rows."""
+        j = self.jobs.c
+        oldest = sa.select(j.id).where(self._available(name)).order_by(j.id).limit(limit)
+        if held:
+            oldest = oldest.where(j.id.not_in(held))
+        token = sa.literal(prefix, sa.String) + sa.cast(j.id, sa.String)
+        reserve = sa.update(self.jobs).values(reserved_at=self.now, token=token, attempts=self._counted())
+        columns = (j.id, j.uuid, j.payload, j.attempts, j.failure)
+        if self.dialect == "sqlite":
+            return list(conn.execute(reserve.where(j.id.in_(oldest)).returning(*columns)).all())
+        found = list(conn.execute(oldest.with_for_update(skip_locked=True)).scalars())  # no RETURNING
+        if not found:
+            return []
+        conn.execute(reserve.where(j.id.in_(found)))
+        return list(conn.execute(sa.select(*columns).where(j.id.in_(found))).all())
+
+    def _reserve_one_by_one(self, name: str, limit: int, acks: Sequence[QueueJob], renew: Sequence[QueueJob],
+                            give_back: Sequence[QueueJob], started: float) -> Reserved:
+        """The batch failed on a row: settle the held jobs by themselves, then reserve the way
+        ``pop`` does, which finds the row and hands it out alone with its failure."""
+        engine = self.worker_engine if self.dialect == "postgresql" else self.engine
+        with engine.begin() as conn:
+            kept = self._settle(conn, acks, renew, give_back)
+        jobs: list[QueueJob] = []
+        while len(jobs) < limit:
+            job = self._pop(name)
+            if job is None:
+                break
+            jobs.append(job)
+        return Reserved(jobs, self._renewed(renew, kept, started))
 
     # -- waiting ------------------------------------------------------------------------------
     def wait(self, queues: Sequence[str], timeout: float) -> None:

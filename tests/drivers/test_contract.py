@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -20,7 +21,7 @@ import sqlalchemy as sa
 import eventbus
 from helpers import MYSQL_URL, PG_URL, REDIS_URL, database_reason
 from eventbus.payload import Payload
-from eventbus.queue.base import Queue
+from eventbus.queue.base import Queue, QueueJob
 
 BACKENDS = ["redis", "sqlite", "postgres", "mariadb", "beanstalkd", "sqs"]
 
@@ -235,3 +236,102 @@ def test_queues_and_stats_by_state(q: Queue) -> None:
     if type(q).peekable:
         assert default.oldest_ready_age_s is not None and 0 <= default.oldest_ready_age_s < 30
     assert other.oldest_ready_age_s is None
+
+
+# -- reserve(): many jobs and the settling of finished ones in one request -------------------------
+
+def n_of(job: QueueJob) -> int:
+    return int(json.loads(job.raw)["data"]["command"]["n"])
+
+
+def keeps_attempt_count(q: Queue) -> bool:
+    """The driver can give back an attempt it counted (Redis, SQL); a server that counts
+    deliveries itself (beanstalkd, SQS) cannot."""
+    return type(q).uncount_attempt is not Queue.uncount_attempt
+
+
+def test_reserve_takes_many_oldest_first_each_with_its_own_token(q: Queue) -> None:
+    for n in range(5):
+        q.push(payload(n))
+    before = time.monotonic()
+    got = q.reserve(None, 3)
+    after = time.monotonic()
+    assert [n_of(job) for job in got.jobs] == [0, 1, 2] and got.lost == set()
+    assert all(job.attempts == 1 for job in got.jobs)
+    assert len({job.token for job in got.jobs}) == 3 and all(job.token for job in got.jobs)
+    if type(q).batches_reservations:  # the worker's prefetch renews by this deadline
+        assert all(before + q.retry_after <= job.reserved_until <= after + q.retry_after for job in got.jobs)
+    rest = q.reserve(None, 10)
+    assert [n_of(job) for job in rest.jobs] == [3, 4]
+    assert q.reserve(None, 10).jobs == [] and q.size() == 5
+
+
+def test_reserve_acks_delete_only_jobs_still_held_and_expired_ones_come_back(q: Queue) -> None:
+    for n in range(3):
+        q.push(payload(n))
+    first = q.reserve(None, 2).jobs
+    time.sleep(q.retry_after + 0.1)
+    second = q.reserve(None, 5).jobs
+    assert sorted((n_of(job), job.attempts) for job in second) == [(0, 2), (1, 2), (2, 1)]
+    assert q.reserve(None, 0, acks=first).jobs == []
+    assert q.size() == 3, "acks by a former holder must not delete the new holder's jobs"
+    q.reserve(None, 0, acks=second)
+    assert q.size() == 0 and q.reserve(None, 5).jobs == []
+
+
+def test_reserve_renews_held_jobs_and_reports_the_lost_ones(q: Queue) -> None:
+    q.push(payload(0))
+    q.push(payload(1))
+    kept, dropped = q.reserve(None, 2).jobs
+    time.sleep(q.retry_after * 0.7)
+    deadline = kept.reserved_until
+    renewed = q.reserve(None, 0, renew=[kept])
+    if renewed.lost:  # a driver that cannot extend a reservation reports it as not held
+        assert renewed.lost == {kept.job_id} and not type(q).batches_reservations
+        return
+    if type(q).batches_reservations:
+        assert kept.reserved_until > deadline
+    time.sleep(q.retry_after * 0.7)  # dropped's reservation ran out, kept's did not
+    taken = q.reserve(None, 5).jobs
+    assert [(n_of(job), job.attempts) for job in taken] == [(1, 2)]
+    assert q.reserve(None, 0, renew=[kept, dropped]).lost == {dropped.job_id}
+    q.reserve(None, 0, acks=[kept, *taken])
+    assert q.size() == 0
+
+
+def test_reserve_gives_back_held_jobs_without_counting_their_attempt(q: Queue) -> None:
+    for n in range(3):
+        q.push(payload(n))
+    a, b, c = q.reserve(None, 3).jobs
+    assert q.reserve(None, 0, acks=[c], give_back=[a, b]).jobs == []
+    again = q.reserve(None, 5).jobs
+    attempts = 1 if keeps_attempt_count(q) else 2
+    assert sorted((n_of(job), job.attempts) for job in again) == [(0, attempts), (1, attempts)]
+    assert q.reserve(None, 0, give_back=[a]).jobs == [] and q.reserve(None, 5).jobs == [], \
+        "a job given back by a former holder stays with its new holder"
+    q.reserve(None, 0, acks=again)
+    assert q.size() == 0
+
+
+def test_two_reservers_at_once_never_get_the_same_job(q: Queue) -> None:
+    pushed = {p.uuid for p in [payload(n) for n in range(120)] if q.push(p)}
+    queues = [q, type(q)(q.connection_name, q.config)]
+    seen: list[list[str]] = [[], []]
+
+    def drain(queue: Queue, into: list[str]) -> None:
+        acks: list[QueueJob] = []
+        while True:
+            got = queue.reserve(None, 7, acks=acks)
+            if not got.jobs:
+                return
+            into.extend(job.uuid for job in got.jobs)
+            acks = got.jobs
+
+    threads = [threading.Thread(target=drain, args=(queue, into)) for queue, into in zip(queues, seen)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    queues[1].close()
+    assert sorted(seen[0] + seen[1]) == sorted(pushed), "a job was reserved twice, or never"
+    assert q.size() == 0

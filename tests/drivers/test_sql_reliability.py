@@ -123,6 +123,72 @@ def test_a_row_that_fails_every_pop_is_handed_out_with_its_failure_and_the_rest_
     assert job.delete() and nxt.delete() and queue.size() == 0
 
 
+def test_reserve_hands_a_row_that_fails_the_batch_out_alone_and_reserves_the_rest(url: str) -> None:
+    queue = make_queue(url)
+    ps = [payload(n) for n in range(5)]
+    for p in ps:
+        queue.push(p)
+    [done] = queue.reserve(None, 1).jobs
+    poison_the_row(queue, ps[2].uuid)
+    got = queue.reserve(None, 3, acks=[done])
+    assert [job.uuid for job in got.jobs] == [p.uuid for p in ps[1:4]]
+    ok_1, poisoned, ok_3 = got.jobs
+    assert poisoned.failure is not None and "poisoned row" in poisoned.failure
+    assert poisoned.failure.startswith("eventbus.errors.DeserializationError: row ")
+    assert json.loads(poisoned.raw) == ps[2].to_dict()
+    assert ok_1.failure is None and ok_3.failure is None and ok_1.attempts == ok_3.attempts == 1
+    assert queue.size() == 4, "the acks of the failed batch were made all the same"
+    [last] = queue.reserve(None, 5, acks=got.jobs).jobs  # the row is out of the way: one batch again
+    assert last.uuid == ps[4].uuid and queue.reserve(None, 5, acks=[last]).jobs == []
+    assert queue.size() == 0
+
+
+def test_reserve_counts_attempts_up_to_the_integer_maximum_without_overflow(url: str) -> None:
+    queue = make_queue(url)
+    at_max, behind = payload(1), payload(2)
+    queue.push(at_max)
+    queue.push(behind)
+    execute(queue, f"UPDATE {TABLE} SET attempts = :n WHERE uuid = :u", n=INT_MAX, u=at_max.uuid)
+    got = queue.reserve(None, 5).jobs
+    assert [(job.uuid, job.attempts) for job in got] == [(at_max.uuid, INT_MAX), (behind.uuid, 1)]
+
+
+def test_touch_restarts_the_reservation_only_for_its_holder(url: str) -> None:
+    queue = make_queue(url, retry_after=1.0)
+    queue.push(payload(1))
+    job = queue.pop()
+    assert job is not None and job.reserved_until > time.monotonic() + 0.5
+    time.sleep(0.7)
+    deadline = job.reserved_until
+    assert job.touch() and job.reserved_until > deadline
+    time.sleep(0.7)  # 1.4 s since the pop, 0.7 s since the touch: still held
+    assert queue.pop() is None
+    time.sleep(1.1)  # expired; and the reclaim, made at most once a second, is due again
+    again = queue.pop()
+    assert again is not None and again.attempts == 2
+    assert not job.touch(), "the former holder's touch must not take the job back"
+    assert again.delete() and queue.size() == 0
+
+
+def test_postgres_give_back_wakes_listening_workers(tmp_path: object) -> None:
+    reason = database_reason(PG_URL)
+    if reason:
+        pytest.skip(reason)
+    import psycopg
+
+    drop(PG_URL)
+    queue = make_queue(PG_URL)
+    queue.push(payload(1))
+    [job] = queue.reserve(None, 1).jobs
+    with psycopg.connect(sa.make_url(PG_URL).set(drivername="postgresql").render_as_string(False),
+                         autocommit=True) as listener:
+        listener.execute("LISTEN eventbus_jobs")
+        queue.reserve(None, 0, give_back=[job])
+        heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
+    assert heard == ["default"]
+    drop(PG_URL)
+
+
 class Behind(eventbus.Job):
     ran: list[int] = []
 
