@@ -64,7 +64,24 @@ def worker_engine_for(url: str) -> Engine:
         return engine
 
 
-def _build(url: str, autocommit: bool = False) -> Engine:
+def push_engine_for(url: str) -> Engine:
+    """An autocommit engine for pushes: one statement, one round trip, durable.
+
+    Unlike :func:`worker_engine_for` its commits wait for the WAL flush (a pushed job must
+    survive a crash of the server). No pre-ping either: a push is idempotent by uuid, so the
+    caller sends it once more when the pooled connection turns out to be gone.
+    """
+    if sa.make_url(url).get_backend_name() == "sqlite":
+        return engine_for(url)
+    key = "push:" + url
+    with _lock:
+        engine = _engines.get(key)
+        if engine is None:
+            engine = _engines[key] = _build(url, autocommit=True, durable=True)
+        return engine
+
+
+def _build(url: str, autocommit: bool = False, durable: bool = False) -> Engine:
     try:
         parsed = sa.make_url(url)
     except (sa.exc.ArgumentError, ValueError) as exc:
@@ -83,7 +100,7 @@ def _build(url: str, autocommit: bool = False) -> Engine:
                 options["isolation_level"] = "READ COMMITTED"  # no gap locks for the pop's locking read
             return sa.create_engine(parsed, pool_pre_ping=True, pool_recycle=3600, **options)
         engine = sa.create_engine(parsed, isolation_level="AUTOCOMMIT", pool_recycle=3600)
-        if parsed.get_backend_name() == "postgresql":
+        if parsed.get_backend_name() == "postgresql" and not durable:
             @event.listens_for(engine, "connect")
             def relaxed(dbapi_connection: Any, record: Any) -> None:
                 dbapi_connection.execute("SET synchronous_commit = off")
