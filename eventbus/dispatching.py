@@ -164,17 +164,26 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
         run_inline(queue, payload.to_json(), destination.queue)
         return payload.uuid
     refuse_timeout_beyond_reservation(queue, payload)
-    with otel.sending(destination.connection, queue.queue_name(destination.queue),
-                      payload.uuid) as trace_headers:
-        if trace_headers:
-            payload = with_headers(payload, trace_headers)
-        if destination.delay > 0:
-            queue.later(destination.delay, payload, destination.queue)
-        else:
-            queue.push(payload, destination.queue)
-    bus.emit(JobQueued(destination.connection, queue.queue_name(destination.queue), payload.uuid,
-                       payload.display_name, destination.delay))
+    if otel.enabled():
+        with otel.sending(destination.connection, queue.queue_name(destination.queue),
+                          payload.uuid) as trace_headers:
+            if trace_headers:
+                payload = with_headers(payload, trace_headers)
+            send(queue, payload, destination)
+    else:
+        send(queue, payload, destination)
+    if bus.wants(JobQueued):
+        bus.emit(JobQueued(destination.connection, queue.queue_name(destination.queue), payload.uuid,
+                           payload.display_name, destination.delay))
     return payload.uuid
+
+
+def send(queue: Queue, payload: Payload, destination: Destination) -> None:
+    """The driver call itself: now, or after the destination's delay."""
+    if destination.delay > 0:
+        queue.later(destination.delay, payload, destination.queue)
+    else:
+        queue.push(payload, destination.queue)
 
 
 Collected = list[tuple[Payload, Destination, Any]]

@@ -122,6 +122,11 @@ class EventBus:
         if signal is not None:
             yield from signal.receivers_for(blinker.ANY)  # type: ignore[misc]
 
+    def wants(self, event_class: type) -> bool:
+        """Whether emitting an event of ``event_class`` would reach anyone (a listener or an
+        interceptor): the hot paths skip building events nobody receives."""
+        return bool(self.interceptors) or bool(self._listeners_for(event_class, ""))
+
     def has_listeners(self, event: EventKey) -> bool:
         return bool(self._listeners_for(event, key_name(event)))
 

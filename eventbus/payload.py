@@ -19,6 +19,8 @@ from eventbus.errors import DeserializationError, SerializationError
 
 HANDLER_NAME = "eventbus.CallQueuedHandler@call"
 FORMAT_VERSION = 1
+#: Compact JSON without NaN or Infinity; built once (json.dumps with options builds one per call).
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 #: Bounds for envelope numbers: a duration past a century or a count past a 32-bit column is
 #: not a mistake to carry on with, it is a payload to refuse.
@@ -239,8 +241,7 @@ class Payload:
     def to_json(self) -> str:
         """The payload as compact JSON; NaN and Infinity are refused (JSON has neither)."""
         try:
-            return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False,
-                              allow_nan=False)
+            return _ENCODER.encode(self.to_dict())
         except ValueError as exc:
             raise SerializationError(f"cannot queue {self.display_name}: {exc} (NaN and "
                                      "Infinity are not JSON)", job_uuid=self.uuid) from exc

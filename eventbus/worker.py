@@ -56,7 +56,9 @@ from eventbus.processing import (
     fail_job,
     max_tries_for,
     process,
+    timeout_for,
 )
+from eventbus.prefetch import Prefetcher
 from eventbus.queue.base import Queue, QueueJob
 from eventbus.timeouts import DEFAULT_GRACE_S, GRACE_ENV, timeout_conflict
 from eventbus.watchdog import Watchdog
@@ -71,6 +73,7 @@ MEMORY_CHECK_INTERVAL_S = 0.25
 #: Retrying a pop on a server that does not answer: the first wait, and the longest (before jitter).
 RECONNECT_FIRST_S = 0.1
 RECONNECT_MAX_S = 1.0
+DEFAULT_PREFETCH = 32
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -95,6 +98,9 @@ class WorkerOptions:
     log_format: str = "text"
     #: The supervisor's pid (``--processes``): exit after the current job when it is gone.
     supervisor_pid: int = 0
+    #: At most this many jobs reserved per request on a driver that batches them (Redis); the
+    #: worker takes fewer for slower jobs (:mod:`eventbus.prefetch`). 1: one job at a time.
+    prefetch: int = DEFAULT_PREFETCH
 
     def process_options(self) -> ProcessOptions:
         return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s,
@@ -144,6 +150,8 @@ class Worker:
         self._collaborators = Collaborators(failed, bus, dispatch_next_in_chain,
                                             self.options.process_options(), self._watchdog.watching,
                                             after_success, after_failure)
+        self._prefetch = (Prefetcher(queue, limit=self.options.prefetch, needs=self._time_needed)
+                          if queue.batches_reservations else None)
         self.check_options()
 
     @classmethod
@@ -198,6 +206,7 @@ class Worker:
         status: int | None = None
         while status is None:
             if self.paused or self._down():
+                self._settle()
                 self._sleep(self.options.sleep_s or 1.0)  # --sleep 0 must not spin while paused
             else:
                 self.bus.emit(Looping(self.queue.connection_name, self.queues))
@@ -211,8 +220,20 @@ class Worker:
                 else:
                     self._wait()
             status = status if status is not None else self.stop_status(started, restart_at)
+        self._settle()
         self.bus.emit(WorkerStopping(status))
         return status
+
+    def _settle(self) -> None:
+        """Delete the finished jobs a prefetching worker still owes, give back those it holds."""
+        if self._prefetch is not None:
+            self._prefetch.settle()
+
+    def _time_needed(self, job: QueueJob) -> float:
+        """How long ``job`` may take once started: its timeout and the watchdog's grace (a job
+        without a timeout counts as one ``retry_after``: it must then renew its own reservation)."""
+        timeout = timeout_for(job, self.options.process_options())
+        return (timeout if timeout > 0 else self.queue.retry_after) + self.options.timeout_grace_s
 
     def stop_status(self, started: float, restart_at: float | None) -> int | None:
         """The exit status if the worker should stop now, else None."""
@@ -281,11 +302,21 @@ class Worker:
 
     def _pop_first(self) -> QueueJob | None:
         """Through the watchdog, which hands out nothing once it has given up on a job."""
+        if self._prefetch is not None:
+            prefetch, active = self._prefetch, self._active_queues()
+            return self._watchdog.take(lambda: prefetch.next_job(active, self._jobs_left()))
         for name in self._active_queues():
             job = self._watchdog.take(lambda: self.queue.pop(name))
             if job is not None:
                 return job
         return None
+
+    def _jobs_left(self) -> int:
+        """How many more jobs the worker may run before it stops (0: no limit)."""
+        o = self.options
+        if o.once:
+            return 1
+        return max(o.max_jobs - self.jobs_processed, 1) if o.max_jobs else 0
 
     def _active_queues(self) -> list[str]:
         """The worker's queues in order, without those paused for every worker."""
@@ -298,6 +329,10 @@ class Worker:
             self._sleep(self.options.sleep_s or 1.0)
             return
         try:
+            if self._prefetch is not None:
+                prefetch, cap = self._prefetch, self._jobs_left()
+                self._interruptible(lambda: prefetch.wait(active, self.options.sleep_s, cap))
+                return
             self._interruptible(lambda: self.queue.wait(active, self.options.sleep_s))
         except ConnectionUnavailableError as exc:
             log.warning("%s", exc)
@@ -326,6 +361,8 @@ class Worker:
         self.jobs_processed += 1
         started = time.monotonic()
         self._watchdog.hold(job)
+        if self._prefetch is not None:
+            job.defer_delete = self._prefetch.defer
         self.observer.job_started(self, job)
         try:
             outcome, exc = process(job, self.options.process_options(), failed=self.failed,
@@ -349,6 +386,8 @@ class Worker:
         runtime_s = time.monotonic() - started
         self.observer.job_finished(self, job, outcome, runtime_s, exc)
         self._report(job, outcome, runtime_s, exc)
+        if self._prefetch is not None:
+            self._prefetch.ran(time.monotonic() - started)
         return outcome
 
     def _fail_unexpected(self, job: QueueJob, exc: Exception) -> tuple[Outcome, BaseException]:
@@ -394,6 +433,10 @@ class Worker:
         options = self.options.process_options()
         exc = JobTimeoutError(f"{self._name_of(job)} timed out and could not be interrupted",
                               job_uuid=job.uuid, queue=job.queue_name)
+        try:
+            self._settle()  # the main thread is stuck in the job: it touches none of these now
+        except Exception:
+            log.exception("could not settle the jobs held beside %s", job.uuid)
         try:
             payload = job.payload()
             if payload.fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):

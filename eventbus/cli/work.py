@@ -17,7 +17,7 @@ from eventbus.monitoring.logformat import FORMATS, JsonFormatter
 from eventbus.monitoring.observer import WorkerObserver
 from eventbus.supervisor import SUPERVISOR_PID_ENV, Supervisor
 from eventbus.timeouts import grace_s
-from eventbus.worker import Worker, WorkerOptions
+from eventbus.worker import DEFAULT_PREFETCH, Worker, WorkerOptions
 
 
 def _floats(text: str) -> tuple[float, ...]:
@@ -43,6 +43,8 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--force", is_flag=True, help="Take jobs even in maintenance mode (eventbus down).")
 @click.option("--name", default="default", help="Worker name.")
 @click.option("--processes", type=click.IntRange(min=1), default=1, help="Supervise N workers.")
+@click.option("--prefetch", type=click.IntRange(min=1), default=DEFAULT_PREFETCH, show_default=True,
+              help="Most jobs reserved per request (Redis); fewer for slow jobs. 1: one at a time.")
 @click.option("--quiet", "-q", is_flag=True, help="No line per job.")
 @click.option("--watch", is_flag=True,
               help="Restart when the app's files change (development; needs eventbus[watch]).")
@@ -94,7 +96,7 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
         sleep_s=opts["sleep"], tries=opts["tries"], backoff_s=_floats(opts["backoff"]),
         timeout_s=opts["timeout"], memory_mb=opts["memory"], max_jobs=opts["max_jobs"],
         max_time_s=opts["max_time"], rest_s=opts["rest"], force=opts["force"], once=opts["once"],
-        stop_when_empty=opts["stop_when_empty"],
+        stop_when_empty=opts["stop_when_empty"], prefetch=opts["prefetch"],
         timeout_grace_s=grace,
         supervisor_pid=int(os.environ.get(SUPERVISOR_PID_ENV) or 0), log_format=log_format)
     observers, server = _metrics(connection_name, metrics_port, metrics_host)

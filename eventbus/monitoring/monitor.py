@@ -50,6 +50,15 @@ def job_name(job: QueueJob) -> str:
         return "(unreadable payload)"
 
 
+def pushed_at(job: QueueJob) -> float | None:
+    """When the job was pushed, from its parsed payload (a body that cannot be read: None)."""
+    try:
+        value = job.payload().pushed_at
+    except DeserializationError:
+        return pushed_at_of(job.raw)
+    return value if value > 0 else None
+
+
 def status_of(outcome: Outcome) -> str:
     return {"DONE": "done", "FAIL": "failed"}.get(outcome.value, "released")
 
@@ -80,6 +89,9 @@ class WorkerMonitor(WorkerObserver):
         self._recent_version = 0
         self._written_version = 0
         self._job_started_at = 0.0
+        self._current: QueueJob | None = None
+        self._processed = 0
+        self._failed = 0
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._failing = False
@@ -99,17 +111,16 @@ class WorkerMonitor(WorkerObserver):
             self._thread.join(STOP_GRACE_S)
 
     def job_started(self, worker: Worker, job: QueueJob) -> None:
-        now = time.time()
-        self._job_started_at = now
-        self._update(job=CurrentJob(name=job_name(job), uuid=job.uuid, queue=job.queue_name,
-                                    attempt=job.attempts, started_at=now), status="working")
+        # Only the job and the moment: the entry is built in the background thread (snapshot)
+        self._job_started_at = time.time()
+        self._current = job
 
     def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
         status, name = status_of(outcome), job_name(job)
         wait_s = None
         if job.attempts <= 1:
-            pushed = pushed_at_of(job.raw)
+            pushed = pushed_at(job)
             wait_s = max(self._job_started_at - pushed, 0.0) if pushed else None
         self.recorder.record(job.queue_name, name, status, runtime_s, wait_s)
         finished = FinishedJob(uuid=job.uuid, name=name, queue=job.queue_name, status=status,
@@ -119,8 +130,9 @@ class WorkerMonitor(WorkerObserver):
         with self._lock:
             self._recent.appendleft(finished)
             self._recent_version += 1
-        self._update(job=None, status="idle", processed=1 if status != "released" else 0,
-                     failed=1 if status == "failed" else 0)
+            self._current = None
+            self._processed += status != "released"
+            self._failed += status == "failed"
 
     def paused_queues(self, worker: Worker) -> frozenset[str] | None:
         try:
@@ -130,24 +142,27 @@ class WorkerMonitor(WorkerObserver):
             return None
 
     # -- the background thread ------------------------------------------------------------------
-    def _update(self, *, job: CurrentJob | None, status: str, processed: int = 0, failed: int = 0) -> None:
-        with self._lock:
-            if self.info is not None:
-                self.info = dataclasses.replace(self.info, job=job, status=status,
-                                                processed=self.info.processed + processed,
-                                                failed=self.info.failed + failed)
+    def _current_job(self) -> CurrentJob | None:
+        """What the worker runs now, described (the worker's thread only records the job)."""
+        job = self._current
+        if job is None:
+            return None
+        return CurrentJob(name=job_name(job), uuid=job.uuid, queue=job.queue_name,
+                          attempt=job.attempts, started_at=self._job_started_at)
 
     def snapshot(self, worker: Worker) -> tuple[WorkerInfo | None, list[FinishedJob] | None, int]:
         """The entry to write now, the recent jobs if they changed since the last write, and
         their version (see :meth:`_heartbeat`)."""
+        current = self._current_job()
         with self._lock:
             info = self.info
             if info is None:
                 return None, None, 0
-            status = info.status
-            if info.job is None and (worker.paused or set(worker.queues) <= worker.paused_queues):
+            status = "working" if current is not None else "idle"
+            if current is None and (worker.paused or set(worker.queues) <= worker.paused_queues):
                 status = "paused"
-            info = dataclasses.replace(info, status=status, last_heartbeat=time.time())
+            info = dataclasses.replace(info, status=status, last_heartbeat=time.time(), job=current,
+                                       processed=self._processed, failed=self._failed)
             changed = self._recent_version != self._written_version
             return info, list(self._recent) if changed else None, self._recent_version
 

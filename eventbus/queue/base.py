@@ -366,6 +366,12 @@ class Queue(abc.ABC):
             jobs.append(job)
         return Reserved(jobs, lost)
 
+    def wait_and_reserve(self, queues: Sequence[str], timeout: float, limit: int) -> Reserved | None:
+        """:meth:`wait`, and on a driver that can, reserve up to ``limit`` jobs in the same request
+        when the wait ends (None: it did not; the caller reserves as usual)."""
+        self.wait(queues, timeout)
+        return None
+
     # -- inspection --------------------------------------------------------------------------
     @abc.abstractmethod
     def size(self, queue: str | None = None) -> int:

@@ -42,7 +42,16 @@ from redis.retry import Retry
 
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.payload import Payload, attempts_of, pushed_at_of
-from eventbus.queue.base import Queue, QueueJob, QueueStats, delay_seconds, id_for, parse_signals
+from eventbus.queue import redis_wire
+from eventbus.queue.base import (
+    Queue,
+    QueueJob,
+    QueueStats,
+    Reserved,
+    delay_seconds,
+    id_for,
+    parse_signals,
+)
 from eventbus.state.redis import RedisStateStore
 from eventbus.urls import redact_url
 
@@ -52,6 +61,8 @@ BULK_CHUNK = 500
 #: Socket timeout of every command but the blocking wait: Redis answers in milliseconds, and an
 #: acknowledgement must give up on a stalled server long before a reservation expires.
 COMMAND_TIMEOUT_S = 5.0
+#: How long the "next due" of an empty reserve stands in for asking again before a wait.
+DUE_HINT_S = 0.05
 
 
 def _script(name: str) -> str:
@@ -115,9 +126,21 @@ class RedisQueue(Queue):
         self.cluster = bool(config.get("cluster", False))
         self.redis = client_for(self.url, name=f"eventbus:{connection_name}", cluster=self.cluster)
         self._blocking_client: Any = None
+        self._retry_after_arg = f"{self.retry_after:.6f}"
+        client_name = f"eventbus:{connection_name}"
+        #: The hot path (push, reserve) straight over a socket, where the URL allows (redis_wire).
+        self._wire = (redis_wire.Wire(self.url, timeout=COMMAND_TIMEOUT_S, name=client_name)
+                      if redis_wire.supports(self.url, self.cluster) else None)
+        self._blocking_wire: redis_wire.Wire | None = None
+        self._wire_scripts = {name: redis_wire.Script(_script(name)) for name in ("push", "reserve")}
+        #: Per queue: (monotonic time, seconds until something is due) from the last empty reserve.
+        self._due_hint: dict[str, tuple[float, float]] = {}
+        self._push_keys: dict[str | None, list[str]] = {}
+        #: The last blocking wait took a wake-up token (see :meth:`wait`).
+        self._woken = False
         self._scripts = {
             name: load_script(self.redis, name)
-            for name in ("push", "push_many", "pop", "delete", "release", "clear", "peek", "next_due",
+            for name in ("push", "push_many", "reserve", "delete", "release", "clear", "peek", "next_due",
                          "count_exception", "uncount", "hold_failure", "fail")
         }
 
@@ -162,8 +185,11 @@ class RedisQueue(Queue):
     # -- pushing ------------------------------------------------------------------------------
     def _push_args(self, raw: str, queue: str | None, delay: float,
                    payload: Payload | None = None) -> tuple[list[str], list[Any]]:
-        keys = self._keys(queue, "", "notify", "bodies", "attempts", "delayed")
-        keys[0] = self.key(queue)
+        keys = self._push_keys.get(queue)
+        if keys is None:
+            keys = self._keys(queue, "", "notify", "bodies", "attempts", "delayed")
+            keys[0] = self.key(queue)
+            self._push_keys[queue] = keys
         if payload is not None:  # known already: spare parsing the text again
             return keys, [payload.uuid, raw, payload.attempts, f"{delay:.6f}"]
         return keys, [id_for(raw), raw, attempts_of(raw), f"{delay:.6f}"]
@@ -176,8 +202,14 @@ class RedisQueue(Queue):
 
     def _push(self, raw: str, queue: str | None, delay: float, payload: Payload | None = None) -> str:
         keys, args = self._push_args(raw, queue, delay, payload)
-        self._idempotent("push", lambda: self._scripts["push"](keys=keys, args=args))
+        self._idempotent("push", lambda: self._run("push", keys, args))
         return str(args[0])
+
+    def _run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """A hot script: over the wire where there is one, else through redis-py."""
+        if self._wire is not None:
+            return self._wire.run(self._wire_scripts[name], keys, args)
+        return self._scripts[name](keys=keys, args=args)
 
     def bulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
         """Push many jobs with one script call per 500 (idempotent, so safe to retry)."""
@@ -197,30 +229,67 @@ class RedisQueue(Queue):
         return self._push(payload.to_json(), queue, delay_seconds(delay), payload)
 
     # -- popping ------------------------------------------------------------------------------
+    batches_reservations = True
+
     def pop(self, queue: str | None = None) -> QueueJob | None:
+        jobs = self.reserve(queue, 1).jobs
+        return jobs[0] if jobs else None
+
+    def reserve(self, queue: str | None, limit: int, *, acks: Sequence[QueueJob] = (),
+                renew: Sequence[QueueJob] = (), give_back: Sequence[QueueJob] = ()) -> Reserved:
+        """Everything of :meth:`Queue.reserve` in one script call (``reserve.lua``).
+
+        Not retried here: a reply lost on the way leaves reservations that expire and come back
+        (at-least-once); the caller keeps its acknowledgements and sends them again, which the
+        tokens make harmless.
+        """
         name = self.queue_name(queue)
-        token = uuid.uuid4().hex
+        woken, self._woken = self._woken, False
+        keys, args = self._reserve_args(name, limit, woken, acks, renew, give_back)
+        asked_at = time.monotonic()
+        try:
+            reply = self._call("reserve", lambda: self._run("reserve", keys, args))
+        except ConnectionUnavailableError:
+            self._woken = woken
+            raise
+        return self._reserved(name, reply, asked_at, renew)
+
+    def _reserve_args(self, name: str, limit: int, woken: bool, acks: Sequence[QueueJob] = (),
+                      renew: Sequence[QueueJob] = (),
+                      give_back: Sequence[QueueJob] = ()) -> tuple[list[str], list[Any]]:
         keys = self._keys(name, "", "delayed", "reserved", "notify", "bodies", "attempts", "tokens",
                           "failing")
         keys[0] = self.key(name)
-        result = self._call("pop", lambda: self._scripts["pop"](
-            keys=keys, args=[f"{self.retry_after:.6f}", self.batch, token]))
-        if not result:
-            return None
-        job_id, body, attempts, failure = result
-        return QueueJob(queue=self, queue_name=name, job_id=job_id.decode(),
-                        raw=body.decode("utf-8", errors="surrogateescape"),
-                        attempts=int(attempts), token=token,
-                        failure=None if failure is None else failure.decode("utf-8", "replace"))
+        args: list[Any] = [self._retry_after_arg, self.batch, limit, 1 if woken else 0,
+                           f"{uuid.uuid4().hex}:"]
+        for jobs in (acks, renew, give_back):
+            args.append(len(jobs))
+            for job in jobs:
+                args += (job.job_id, job.token)
+        return keys, args
+
+    def _reserved(self, name: str, reply: Any, asked_at: float, renew: Sequence[QueueJob] = ()) -> Reserved:
+        """The reply of ``reserve.lua`` as jobs; their deadline counts from before the request."""
+        lost, found, due = reply
+        reserved_until = asked_at + self.retry_after
+        jobs = [QueueJob(queue=self, queue_name=name, job_id=found[i].decode(),
+                         raw=found[i + 1].decode("utf-8", errors="surrogateescape"),
+                         attempts=int(found[i + 2]), token=found[i + 4].decode(),
+                         failure=None if found[i + 3] is None else found[i + 3].decode("utf-8", "replace"),
+                         reserved_until=reserved_until)
+                for i in range(0, len(found), 5)]
+        for job in renew:
+            job.reserved_until = reserved_until
+        if not jobs:
+            self._due_hint[name] = (time.monotonic(), float(due))
+        return Reserved(jobs, {job_id.decode() for job_id in lost})
+
+    def touch_reserved(self, job: QueueJob) -> bool:
+        return job.job_id not in self.reserve(job.queue_name, 0, renew=[job]).lost
 
     def wait(self, queues: Sequence[str], timeout: float) -> None:
         """Block on the queues' notify lists until a push, the next due delayed job, or timeout."""
-        timeout = min(timeout, self.block_for) if self.block_for > 0 else timeout
-        for name in queues:
-            keys = [self.key(name, "delayed"), self.key(name, "reserved")]
-            due = float(self._call("wait", lambda: self._scripts["next_due"](keys=keys)))
-            if due >= 0:
-                timeout = min(timeout, due)
+        timeout = self._wait_timeout(queues, timeout)
         if timeout <= 0:
             return
         if self.block_for <= 0:
@@ -230,8 +299,60 @@ class RedisQueue(Queue):
         # checked every turn of the loop, at the latest after block_for).
         keys = [self.key(n, "notify") for n in (queues[:1] if self.cluster else queues)]
         token = self._call("wait", lambda: self._blocking.blpop(keys, timeout=max(timeout, 0.01)))
-        if token:  # give the wake-up back: the pop script consumes one per job it takes
-            self._call("wait", lambda: self.redis.lpush(token[0], 1))
+        # The wake-up is spent: the next reserve takes one job without consuming another token
+        # (the notify list keeps about one token per ready job, and no round trip gives it back).
+        self._woken = bool(token)
+
+    def wait_and_reserve(self, queues: Sequence[str], timeout: float, limit: int) -> Reserved | None:
+        """The blocking wait and the reservation after it in one round trip, for one queue.
+
+        The ``BLPOP`` and ``reserve.lua`` go out together; Redis runs a connection's commands in
+        order, so the script runs the moment the wait ends, and an idle worker gets its job with
+        the reply that wakes it. When the wait timed out the script usually finds nothing (and
+        says when something is due). It runs as if woken either way: at worst a job pushed in
+        that instant leaves one wake-up token too many, which costs a worker an empty turn.
+        """
+        if len(queues) != 1 or self._wire is None or self.block_for <= 0:
+            self.wait(queues, timeout)
+            return None
+        name = queues[0]
+        timeout = self._wait_timeout(queues, timeout)
+        if timeout <= 0:
+            return None
+        if self._blocking_wire is None:
+            self._blocking_wire = redis_wire.Wire(self.url, timeout=self.block_for + 10.0,
+                                                  name=f"eventbus:{self.connection_name}")
+        wire, script = self._blocking_wire, self._wire_scripts["reserve"]
+        keys, args = self._reserve_args(name, limit, True)
+        asked_at = time.monotonic()
+        token, reply = self._call("wait", lambda: wire.pipeline([
+            ("BLPOP", self.key(name, "notify"), f"{max(timeout, 0.01):.3f}"),
+            ("EVALSHA", script.sha, len(keys), *keys, *args)]))
+        if isinstance(token, Exception):
+            raise token
+        if isinstance(reply, Exception):
+            if not str(reply).startswith("NOSCRIPT"):
+                raise reply
+            self._woken = token is not None
+            return self.reserve(name, limit)
+        return self._reserved(name, reply, asked_at)
+
+    def _wait_timeout(self, queues: Sequence[str], timeout: float) -> float:
+        """How long an idle wait may block: at most block_for, and no longer than until the next
+        delayed job is due or reservation expires (known from the last empty reserve when it is
+        fresh, else asked)."""
+        timeout = min(timeout, self.block_for) if self.block_for > 0 else timeout
+        now = time.monotonic()
+        for name in queues:
+            hint = self._due_hint.get(name)
+            if hint is not None and now - hint[0] < DUE_HINT_S:
+                due = hint[1]
+            else:
+                keys = [self.key(name, "delayed"), self.key(name, "reserved")]
+                due = float(self._call("wait", lambda: self._scripts["next_due"](keys=keys)))
+            if due >= 0:
+                timeout = min(timeout, due)
+        return timeout
 
     def delete_reserved(self, job: QueueJob) -> bool:
         keys = self._keys(job.queue_name, "reserved", "bodies", "attempts", "tokens", "failing")
@@ -349,6 +470,10 @@ class RedisQueue(Queue):
 
     def close(self) -> None:
         self.redis.close()
+        if self._wire is not None:
+            self._wire.close()
+        if self._blocking_wire is not None:
+            self._blocking_wire.close()
         if self._blocking_client is not None:
             self._blocking_client.close()
             self._blocking_client = None

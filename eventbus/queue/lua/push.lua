@@ -4,7 +4,9 @@
 if redis.call('hsetnx', KEYS[3], ARGV[1], ARGV[2]) == 0 then
   return 0
 end
-redis.call('hset', KEYS[4], ARGV[1], ARGV[3])
+if ARGV[3] ~= '0' then  -- a count of 0 needs no entry: reserving starts from none
+  redis.call('hset', KEYS[4], ARGV[1], ARGV[3])
+end
 local delay = tonumber(ARGV[4])
 if delay > 0 then
   local t = redis.call('time')
