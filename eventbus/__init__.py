@@ -1,5 +1,6 @@
 """eventbus: events, queued listeners, jobs and notifications on a reliable job queue."""
 
+from eventbus.async_dispatching import adispatch, adispatch_many, aemit
 from eventbus.backoff import exponential
 from eventbus.batches import Batch, PendingBatch, SkipIfBatchCancelled, batch
 from eventbus.batches import find as find_batch
@@ -13,7 +14,7 @@ from eventbus.dispatching import (
     dispatch_unless,
     emit_many,
 )
-from eventbus.event_bus import EventBus, aemit, bus, emit, emit_until, forget, listen, subscribe
+from eventbus.event_bus import EventBus, bus, emit, emit_until, forget, listen, subscribe
 from eventbus.errors import (
     ConfigurationError,
     ConnectionUnavailableError,
@@ -97,6 +98,8 @@ __all__ = [
     "WorkerConfigurationError",
     "WorkerOptions",
     "WorkerStopping",
+    "adispatch",
+    "adispatch_many",
     "aemit",
     "after_commit",
     "batch",

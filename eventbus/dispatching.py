@@ -461,3 +461,14 @@ def holds_until_commit(command: Any, after_commit: bool | None = None) -> bool:
 def dispatch_sync(job: Any) -> Any:
     """Run ``job`` now in this process, as the sync driver would (failed() on exception)."""
     return push_command(job, Destination.of(job, connection="sync", delay=0))
+
+
+def hold_for_bulk(payload: Payload, destination: Destination, command: Any = None) -> bool:
+    """Collect the push for the enclosing :func:`bulk_pushes` / :func:`collecting_pushes`
+    block when there is one that takes it (as :func:`push_payload` does first); True when held.
+    The async path (:mod:`eventbus.async_dispatching`) asks this before it pushes."""
+    buffer = _bulk_buffer.get()
+    if buffer is None or (destination.delay > 0 and not buffer.include_delayed):
+        return False
+    buffer.items.append((payload, destination, command))
+    return True

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import collections
 import logging
+import threading
 import time
 from collections.abc import Callable, Sequence
 
@@ -37,7 +38,8 @@ log = logging.getLogger(__name__)
 
 #: How much work (in seconds of the jobs' own running time) a worker takes in hand at once.
 WINDOW_S = 0.01
-#: Renew when a held reservation could otherwise run out within a job's timeout + grace + this.
+#: Renew when a held reservation could otherwise run out within a job's timeout + grace + this
+#: (at most a tenth of retry_after).
 MARGIN_S = 2.0
 #: The smoothing of the running-time average (a larger value follows changes sooner).
 SMOOTHING = 0.2
@@ -57,14 +59,17 @@ class Prefetcher:
         self.held: collections.deque[QueueJob] = collections.deque()
         self.finished: list[QueueJob] = []
         self._average_s: float | None = None
+        self._lock = threading.Lock()
         self._last_batch = 1
 
     # -- what the worker calls ------------------------------------------------------------------
-    def next_job(self, queues: Sequence[str], cap: int = 0) -> QueueJob | None:
+    def next_job(self, queues: Sequence[str], cap: int = 0, *, fill: bool = False) -> QueueJob | None:
         """The next job to run from ``queues`` (in priority order): a held one, or a fresh batch.
 
         ``cap`` (0: none) bounds how many the worker may still run (``--max-jobs``, ``--once``).
-        Held jobs of a queue no longer in ``queues`` (paused meanwhile) are given back first.
+        With ``fill`` (a concurrent worker) the batch is ``cap``, its free slots: every job taken
+        starts at once. Held jobs of a queue no longer in ``queues`` (paused meanwhile) are given
+        back first.
         """
         if self.held and any(job.queue_name not in queues for job in self.held):
             self.give_back([job for job in self.held if job.queue_name not in queues])
@@ -73,7 +78,7 @@ class Prefetcher:
             if self._renewed(job):
                 return job
         for name in queues:
-            reserved = self._request(name, self._batch_size(cap))
+            reserved = self._request(name, min(cap, self.limit) if fill and cap else self._batch_size(cap))
             if reserved.jobs:
                 self.held.extend(reserved.jobs[1:])
                 return reserved.jobs[0]
@@ -87,8 +92,10 @@ class Prefetcher:
             self.held.extend(reserved.jobs)
 
     def defer(self, job: QueueJob) -> None:
-        """``QueueJob.defer_delete``: the job succeeded; delete it with the next request."""
-        self.finished.append(job)
+        """``QueueJob.defer_delete``: the job succeeded; delete it with the next request (called
+        from the job's thread under ``--concurrency``)."""
+        with self._lock:
+            self.finished.append(job)
 
     def ran(self, seconds: float) -> None:
         """A job took ``seconds`` from start to report: the average that sizes the batches."""
@@ -97,7 +104,9 @@ class Prefetcher:
 
     def flush(self) -> None:
         """Delete every finished job now (one request per queue)."""
-        for name in sorted({job.queue_name for job in self.finished}):
+        with self._lock:
+            names = sorted({job.queue_name for job in self.finished})
+        for name in names:
             self._request(name, 0)
 
     def give_back(self, jobs: Sequence[QueueJob]) -> None:
@@ -126,10 +135,13 @@ class Prefetcher:
                  give_back: Sequence[QueueJob] = ()) -> Reserved:
         """One ``reserve`` on queue ``name`` carrying its finished jobs; they are forgotten only
         once the request went through (a retry sends them again, which their tokens make safe)."""
-        acks = [job for job in self.finished if job.queue_name == name]
+        with self._lock:
+            acks = [job for job in self.finished if job.queue_name == name]
         reserved = self.queue.reserve(name, limit, acks=acks, renew=renew, give_back=give_back)
         if acks:
-            self.finished = [job for job in self.finished if job.queue_name != name]
+            sent = {id(job) for job in acks}
+            with self._lock:
+                self.finished = [job for job in self.finished if id(job) not in sent]
         return reserved
 
     def _renewed(self, job: QueueJob) -> bool:
@@ -137,12 +149,14 @@ class Prefetcher:
         reserved until their delete goes out) lasts its whole run, renewed here if not. False
         when it was lost meanwhile (another worker has it now)."""
         try:
-            needed = time.monotonic() + self.needs(job) + MARGIN_S
+            needed = time.monotonic() + self.needs(job) + min(MARGIN_S, self.queue.retry_after / 10)
         except Exception:  # an unreadable payload: processing fails it, without running it
             return True
         same_queue = [j for j in self.held if j.queue_name == job.queue_name]
         short = job.reserved_until < needed or any(j.reserved_until < needed for j in same_queue)
-        if not short and not any(j.reserved_until < needed for j in self.finished):
+        with self._lock:
+            finished = list(self.finished)
+        if not short and not any(j.reserved_until < needed for j in finished):
             return True
         reserved = self._request(job.queue_name, 0, renew=[job, *same_queue])
         if reserved.lost:

@@ -54,10 +54,12 @@ from eventbus.processing import (
     ProcessOptions,
     backoff_for,
     fail_job,
+    Watch,
     max_tries_for,
     process,
     timeout_for,
 )
+from eventbus.concurrency import ConcurrentRunner
 from eventbus.prefetch import Prefetcher
 from eventbus.queue.base import Queue, QueueJob
 from eventbus.timeouts import DEFAULT_GRACE_S, GRACE_ENV, timeout_conflict
@@ -101,6 +103,9 @@ class WorkerOptions:
     #: At most this many jobs reserved per request on a driver that batches them (Redis); the
     #: worker takes fewer for slower jobs (:mod:`eventbus.prefetch`). 1: one job at a time.
     prefetch: int = DEFAULT_PREFETCH
+    #: Jobs run at once (:mod:`eventbus.concurrency`): threads for sync code, one event loop for
+    #: async code. 1: one job at a time in the main thread, interrupted by ``SIGALRM``.
+    concurrency: int = 1
 
     def process_options(self) -> ProcessOptions:
         return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s,
@@ -147,7 +152,7 @@ class Worker:
         self._signals_checked_at = 0.0
         self._memory_checked_at = 0.0
         self._signals_cache: dict[str, float] | None = None
-        self._collaborators = Collaborators(failed, bus, dispatch_next_in_chain,
+        self.collaborators = Collaborators(failed, bus, dispatch_next_in_chain,
                                             self.options.process_options(), self._watchdog.watching,
                                             after_success, after_failure)
         self._prefetch = (Prefetcher(queue, limit=self.options.prefetch, needs=self._time_needed)
@@ -199,6 +204,8 @@ class Worker:
                 signal.signal(signum, handler)
 
     def _loop(self) -> int:
+        if self.options.concurrency > 1:
+            return self._loop_concurrently()
         restart_at = self._signals().get("restart")
         log.info("worker %r started on connection %r, queues %s", self.options.name,
                  self.queue.connection_name, ",".join(self.queues))
@@ -224,6 +231,54 @@ class Worker:
         self.bus.emit(WorkerStopping(status))
         return status
 
+    def _loop_concurrently(self) -> int:
+        """The loop of ``--concurrency N``: keep up to N jobs in flight (:mod:`eventbus.concurrency`)."""
+        runner = ConcurrentRunner(self, self.options.concurrency)
+        restart_at = self._signals().get("restart")
+        log.info("worker %r started on connection %r, queues %s, %d jobs at once", self.options.name,
+                 self.queue.connection_name, ",".join(self.queues), self.options.concurrency)
+        started = time.monotonic()
+        status: int | None = None
+        try:
+            while status is None:
+                runner.reap()
+                if runner.gave_up:
+                    status = EXIT_ERROR
+                elif self.paused or self._down():
+                    self._settle()
+                    self._sleep(self.options.sleep_s or 1.0)
+                elif runner.free > 0 and self._may_take_more():
+                    self.bus.emit(Looping(self.queue.connection_name, self.queues))
+                    job = self._next_job(fill=runner.free)
+                    if job is not None:
+                        self.jobs_processed += 1
+                        runner.submit(job)
+                        continue  # fill the other free slots before anything else
+                    if runner.idle and self.options.stop_when_empty:
+                        status = EXIT_OK
+                    elif runner.idle:
+                        self._wait()
+                    else:  # jobs in flight, none ready: wait for work or for one to finish
+                        self._wait(limit=min(self.options.sleep_s, 0.25))
+                else:
+                    runner.reap(timeout=0.25)
+                if status is None:
+                    status = self.stop_status(started, restart_at, in_flight=not runner.idle)
+            runner.drain()
+            self._settle()
+        finally:
+            runner.close()
+        self.bus.emit(WorkerStopping(status))
+        return status
+
+    def _may_take_more(self) -> bool:
+        """Below ``--max-jobs`` (and ``--once``): a concurrent worker stops taking jobs there and
+        lets those in flight finish."""
+        o = self.options
+        if o.once:
+            return self.jobs_processed < 1
+        return not o.max_jobs or self.jobs_processed < o.max_jobs
+
     def _settle(self) -> None:
         """Delete the finished jobs a prefetching worker still owes, give back those it holds."""
         if self._prefetch is not None:
@@ -235,9 +290,14 @@ class Worker:
         timeout = timeout_for(job, self.options.process_options())
         return (timeout if timeout > 0 else self.queue.retry_after) + self.options.timeout_grace_s
 
-    def stop_status(self, started: float, restart_at: float | None) -> int | None:
-        """The exit status if the worker should stop now, else None."""
+    def stop_status(self, started: float, restart_at: float | None, *,
+                    in_flight: bool = False) -> int | None:
+        """The exit status if the worker should stop now, else None (a concurrent worker with
+        ``in_flight`` jobs stops only once they finished, when its job limits are reached)."""
         o = self.options
+        if in_flight and not self.should_quit and ((o.once and self.jobs_processed > 0)
+                                                    or (o.max_jobs and self.jobs_processed >= o.max_jobs)):
+            return None
         if self.should_quit or o.once and self.jobs_processed > 0:
             return EXIT_OK
         if o.memory_mb > 0 and self._memory_exceeded():
@@ -280,13 +340,13 @@ class Worker:
         """Maintenance mode (``eventbus down``): no new jobs, unless the worker runs with --force."""
         return not self.options.force and "down" in self._signals()
 
-    def _next_job(self) -> QueueJob | None:
+    def _next_job(self, fill: int = 0) -> QueueJob | None:
         """Pop from the first non-empty queue; while the server does not answer, try again about
         once a second, with jitter."""
         delay, lost_at = RECONNECT_FIRST_S, None
         while True:
             try:
-                job = self._pop_first()
+                job = self._pop_first(fill)
             except ConnectionUnavailableError as exc:
                 if lost_at is None:
                     lost_at = time.monotonic()
@@ -300,11 +360,15 @@ class Worker:
                             time.monotonic() - lost_at)
             return job
 
-    def _pop_first(self) -> QueueJob | None:
-        """Through the watchdog, which hands out nothing once it has given up on a job."""
+    def _pop_first(self, fill: int = 0) -> QueueJob | None:
+        """Through the watchdog, which hands out nothing once it has given up on a job.
+
+        ``fill``: a concurrent worker's free slots, filled from one request where the driver can.
+        """
         if self._prefetch is not None:
             prefetch, active = self._prefetch, self._active_queues()
-            return self._watchdog.take(lambda: prefetch.next_job(active, self._jobs_left()))
+            cap = min(fill, self._jobs_left() or fill) if fill else self._jobs_left()
+            return self._watchdog.take(lambda: prefetch.next_job(active, cap, fill=bool(fill)))
         for name in self._active_queues():
             job = self._watchdog.take(lambda: self.queue.pop(name))
             if job is not None:
@@ -323,7 +387,9 @@ class Worker:
         self._signals()
         return [name for name in self.queues if name not in self.paused_queues]
 
-    def _wait(self) -> None:
+    def _wait(self, limit: float | None = None) -> None:
+        """Wait for work, at most ``--sleep`` seconds (or ``limit``)."""
+        sleep_s = self.options.sleep_s if limit is None else limit
         active = self._active_queues()
         if not active:  # every queue paused: nothing to wake up for
             self._sleep(self.options.sleep_s or 1.0)
@@ -331,9 +397,9 @@ class Worker:
         try:
             if self._prefetch is not None:
                 prefetch, cap = self._prefetch, self._jobs_left()
-                self._interruptible(lambda: prefetch.wait(active, self.options.sleep_s, cap))
+                self._interruptible(lambda: prefetch.wait(active, sleep_s, cap))
                 return
-            self._interruptible(lambda: self.queue.wait(active, self.options.sleep_s))
+            self._interruptible(lambda: self.queue.wait(active, sleep_s))
         except ConnectionUnavailableError as exc:
             log.warning("%s", exc)
             self._sleep(min(self.options.sleep_s, 1.0) or 1.0)
@@ -357,17 +423,21 @@ class Worker:
             self.queue.close()  # a blocking read was cut short: drop that connection
 
     # -- one job ------------------------------------------------------------------------------
-    def run_job(self, job: QueueJob) -> Outcome:
-        self.jobs_processed += 1
+    def run_job(self, job: QueueJob, *, watch: Watch | None = None) -> Outcome:
+        """Process one reserved job and report it. ``watch``: the concurrent runner's own watch
+        (in a thread of its pool), else the worker's watchdog, and the job counts here."""
         started = time.monotonic()
-        self._watchdog.hold(job)
+        if watch is None:
+            self.jobs_processed += 1
+            self._watchdog.hold(job)
+            watch = self._watchdog.watching
         if self._prefetch is not None:
             job.defer_delete = self._prefetch.defer
         self.observer.job_started(self, job)
         try:
             outcome, exc = process(job, self.options.process_options(), failed=self.failed,
                                    continue_chain=dispatch_next_in_chain, bus=self.bus,
-                                   watch=self._watchdog.watching, after_success=after_success,
+                                   watch=watch, after_success=after_success,
                                    after_failure=after_failure)
         except ConnectionUnavailableError as lost:
             outcome, exc = Outcome.RELEASED, lost
@@ -395,7 +465,7 @@ class Worker:
         worker goes on. If even failing it is impossible, the reservation expires and it returns."""
         log.error("processing job %s raised outside the job's own code", job.uuid, exc_info=exc)
         try:
-            fail_job(job, exc, self._collaborators)
+            fail_job(job, exc, self.collaborators)
         except Exception:
             log.exception("could not fail job %s; it will come back after retry_after", job.uuid)
             return Outcome.RELEASED, exc
@@ -440,7 +510,7 @@ class Worker:
         try:
             payload = job.payload()
             if payload.fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):
-                fail_job(job, exc, self._collaborators)
+                fail_job(job, exc, self.collaborators)
             else:
                 job.release(backoff_for(job, options))
         except Exception:

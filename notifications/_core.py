@@ -8,6 +8,7 @@ documented modules).
 from __future__ import annotations
 
 from eventbus import ConfigurationError, Event, EventBusError, RateLimited, emit, emit_until, serializable
+from eventbus.aio import PerLoop
 from eventbus.aio import resolve as run_awaitable
 from eventbus.config import DEFAULT_SQLITE_URL
 from eventbus.dispatching import Destination, push_command
@@ -20,7 +21,7 @@ from eventbus.transactions import defer_if_in_transaction
 from eventbus.urls import redact_url
 
 __all__ = ["DEFAULT_SQLITE_URL", "ConfigurationError", "Destination", "Event", "EventBusError",
-           "InteractsWithQueue", "RateLimited", "adapter_for", "defer_if_in_transaction", "dotted_name", "emit",
-           "emit_until", "engine_for", "ensure_tables", "guarded", "on_configure", "on_migrate",
-           "on_reset", "push_command", "redact_url", "register", "run_awaitable", "serializable",
-           "settings"]
+           "InteractsWithQueue", "PerLoop", "RateLimited", "adapter_for", "defer_if_in_transaction",
+           "dotted_name", "emit", "emit_until", "engine_for", "ensure_tables", "guarded", "on_configure",
+           "on_migrate", "on_reset", "push_command", "redact_url", "register", "run_awaitable",
+           "serializable", "settings"]

@@ -43,6 +43,8 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--force", is_flag=True, help="Take jobs even in maintenance mode (eventbus down).")
 @click.option("--name", default="default", help="Worker name.")
 @click.option("--processes", type=click.IntRange(min=1), default=1, help="Supervise N workers.")
+@click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
+              help="Jobs at once in each process: threads for sync jobs, one event loop for async ones.")
 @click.option("--prefetch", type=click.IntRange(min=1), default=DEFAULT_PREFETCH, show_default=True,
               help="Most jobs reserved per request (Redis); fewer for slow jobs. 1: one at a time.")
 @click.option("--quiet", "-q", is_flag=True, help="No line per job.")
@@ -67,6 +69,7 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
       eventbus work redis --queue mail,default --tries 3 --backoff 5,30
       eventbus work --stop-when-empty               drain the queue, then exit (tests, cron)
       eventbus work --processes 4                   four supervised worker processes
+      eventbus work --concurrency 50                50 jobs at once (I/O-bound jobs: mail, HTTP)
       eventbus work --watch --app shop.app          restart on code changes (development)
       eventbus work --processes 4 --metrics-port 9191   one /metrics for all four
     """
@@ -97,6 +100,7 @@ def work(ctx: click.Context, /, connection_name: str | None, queues: str, proces
         timeout_s=opts["timeout"], memory_mb=opts["memory"], max_jobs=opts["max_jobs"],
         max_time_s=opts["max_time"], rest_s=opts["rest"], force=opts["force"], once=opts["once"],
         stop_when_empty=opts["stop_when_empty"], prefetch=opts["prefetch"],
+        concurrency=opts["concurrency"],
         timeout_grace_s=grace,
         supervisor_pid=int(os.environ.get(SUPERVISOR_PID_ENV) or 0), log_format=log_format)
     observers, server = _metrics(connection_name, metrics_port, metrics_host)

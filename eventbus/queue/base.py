@@ -9,6 +9,7 @@ cannot delete or duplicate the job it no longer owns.
 from __future__ import annotations
 
 import abc
+import asyncio
 import dataclasses
 import datetime as dt
 import difflib
@@ -426,6 +427,22 @@ class Queue(abc.ABC):
         """Set (or with None, clear) a worker signal; False when no worker can be using this
         connection (so nothing was written)."""
         raise NotImplementedError(f"the {self.driver} driver has no workers to signal")
+
+    # -- pushing from an event loop (``await eventbus.adispatch(...)``) -------------------------
+    # The default runs the sync push on a worker thread: correct for every driver and never
+    # blocks the loop, at the price of a thread hop per call. A driver with an async client
+    # overrides these three (Redis: redis.asyncio, see eventbus.queue.redis_async).
+    async def apush(self, payload: Payload, queue: str | None = None) -> str:
+        """:meth:`push` for a caller on an event loop: the loop keeps running meanwhile."""
+        return await asyncio.to_thread(self.push, payload, queue)
+
+    async def alater(self, delay: Delay, payload: Payload, queue: str | None = None) -> str:
+        """:meth:`later` for a caller on an event loop."""
+        return await asyncio.to_thread(self.later, delay, payload, queue)
+
+    async def abulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
+        """:meth:`bulk` for a caller on an event loop."""
+        return await asyncio.to_thread(self.bulk, list(payloads), queue)
 
 
 _warned_signals: set[tuple[str, str]] = set()

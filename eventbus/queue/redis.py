@@ -28,6 +28,7 @@ starts (:meth:`RedisQueue.startup_warnings`).
 
 from __future__ import annotations
 
+import functools
 import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -52,6 +53,7 @@ from eventbus.queue.base import (
     id_for,
     parse_signals,
 )
+from eventbus.queue.redis_async import AsyncPusher
 from eventbus.state.redis import RedisStateStore
 from eventbus.urls import redact_url
 
@@ -498,3 +500,21 @@ class RedisQueue(Queue):
         else:
             self._call("signal", lambda: self.redis.hset(self.signal_key, name, repr(value)))
         return True
+
+    # -- pushing from an event loop: redis.asyncio (eventbus.queue.redis_async) ----------------
+    @functools.cached_property
+    def _async(self) -> AsyncPusher:
+        return AsyncPusher(self.url, self.connection_name, cluster=self.cluster,
+                           socket_timeout_s=COMMAND_TIMEOUT_S, chunk=BULK_CHUNK)
+
+    async def apush(self, payload: Payload, queue: str | None = None) -> str:
+        return await self._async.push(*self._push_args(payload.to_json(), queue, 0.0, payload))
+
+    async def alater(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
+        raw = payload.to_json()
+        return await self._async.push(*self._push_args(raw, queue, delay_seconds(delay), payload))
+
+    async def abulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
+        keys = [self.key(queue), self.key(queue, "notify"), self.key(queue, "bodies"),
+                self.key(queue, "attempts")]
+        return await self._async.bulk(keys, [(p.uuid, p.to_json(), p.attempts) for p in payloads])

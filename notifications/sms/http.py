@@ -1,7 +1,10 @@
 """What the HTTP SMS providers share: a pooled client, posting, and reading a refusal.
 
 Each provider keeps one ``httpx.AsyncClient`` per event loop and reuses its connections across
-messages (a worker runs its jobs on one loop), like the SMTP transport does with its connection.
+messages (a worker runs its jobs on one loop; a web app sends from its own), like the SMTP
+transport does with its connection. The client is closed on its loop when the loop shuts down
+(``asyncio.run`` and ``asyncio.Runner`` close it before they close the loop), so neither the loop
+nor its sockets outlive it (:class:`eventbus.aio.PerLoop`).
 
 A refusal becomes a :class:`DeliveryError` that tells the queued job what to do: 429 and 503 carry
 ``retry_after`` from the Retry-After header (seconds or an HTTP date); any other 4xx except 408
@@ -10,16 +13,13 @@ A refusal becomes a :class:`DeliveryError` that tells the queued job what to do:
 
 from __future__ import annotations
 
-import asyncio
 import email.utils
-import threading
 import time
-import weakref
 from typing import Any, ClassVar
 
 import httpx
 
-from notifications._loops import close_on
+from notifications._core import PerLoop
 from notifications.errors import DeliveryError
 from notifications.sms.message import SmsMessage
 
@@ -71,42 +71,28 @@ class HttpProvider:
         self.password = password
         self.sender = sender
         self.timeout = timeout
-        self.clients_opened = 0
-        self._lock = threading.Lock()
-        # keyed by the loop itself, held weakly: a client dies with its loop, ids are never reused
-        self._clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = \
-            weakref.WeakKeyDictionary()
+        self._clients: PerLoop[httpx.AsyncClient] = PerLoop(
+            lambda: httpx.AsyncClient(timeout=self.timeout), lambda client: client.aclose())
 
-    def _client(self) -> httpx.AsyncClient:
-        """This event loop's client, made on first use or after :meth:`aclose`."""
-        loop = asyncio.get_running_loop()
-        with self._lock:
-            client = self._clients.get(loop)
-            if client is None or client.is_closed:
-                client = self._clients[loop] = httpx.AsyncClient(timeout=self.timeout)
-                self.clients_opened += 1
-            return client
+    @property
+    def clients_opened(self) -> int:
+        """How many clients were made: one per event loop (and one more after each close)."""
+        return self._clients.opened
 
     async def _post(self, path: str, **kwargs: Any) -> httpx.Response:
         try:
-            return await self._client().post(self.base_url + path, **kwargs)
+            client = await self._clients.get()
+            return await client.post(self.base_url + path, **kwargs)
         except httpx.HTTPError as exc:
             raise DeliveryError(f"cannot reach SMS provider at {self.base_url}: {exc}") from exc
 
     async def aclose(self) -> None:
         """Close this event loop's client and its connections (the next send opens a new one)."""
-        with self._lock:
-            client = self._clients.pop(asyncio.get_running_loop(), None)
-        if client is not None:
-            await client.aclose()
+        await self._clients.aclose()
 
     def close(self) -> None:
         """Close the clients of every event loop, from sync code (``notifications.reset()``)."""
-        with self._lock:
-            clients = list(self._clients.items())
-            self._clients.clear()
-        for loop, client in clients:
-            close_on(loop, client.aclose())
+        self._clients.close()
 
     async def send(self, to: str, message: SmsMessage) -> dict[str, Any]:
         raise NotImplementedError

@@ -201,3 +201,76 @@ class Shouting(eventbus.Job):
 
     def handle(self) -> None:
         raise RuntimeError("red \x1b[31malert\u202e")
+
+
+class Overlapping(eventbus.Job):
+    """Waits ``seconds`` (awaiting when ``use_async``) and records how many of its kind ran at
+    that moment, its event loop and thread: what ``--concurrency`` does, seen from the jobs."""
+
+    def __init__(self, n: int, seconds: float = 0.2, use_async: bool = True) -> None:
+        self.n = n
+        self.seconds = seconds
+        self.use_async = use_async
+
+    def _enter(self) -> None:
+        import threading
+
+        now = TRACE.incr("overlap:now")
+        TRACE.rpush("trace:overlap", now)
+        TRACE.rpush("trace:thread", threading.current_thread().name)
+
+    def _leave(self) -> None:
+        TRACE.decr("overlap:now")
+        trace("ran", self.n)
+
+    def handle(self) -> object:
+        if self.use_async:
+            return self._wait_async()
+        self._enter()
+        time.sleep(self.seconds)
+        self._leave()
+        return None
+
+    async def _wait_async(self) -> None:
+        import asyncio
+
+        self._enter()
+        TRACE.rpush("trace:loop", id(asyncio.get_running_loop()))
+        await asyncio.sleep(self.seconds)
+        self._leave()
+
+
+class AsyncStubborn(eventbus.Job):
+    """Awaits far past its timeout: cancelled at the timeout under --concurrency."""
+
+    timeout = 1
+    tries = 1
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    async def handle(self) -> None:
+        import asyncio
+
+        trace("started", self.n)
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            trace("cancelled", self.n)
+            raise
+        trace("ran", self.n)
+
+
+class ThreadStubborn(eventbus.Job):
+    """Sleeps past its timeout in a thread, where nothing can interrupt it."""
+
+    timeout = 1
+    tries = 1
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def handle(self) -> None:
+        trace("started", self.n)
+        time.sleep(30)
+        trace("ran", self.n)

@@ -7,6 +7,7 @@ checks the behaviour the driver promises instead: never a skip that hides what h
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import threading
@@ -236,6 +237,21 @@ def test_queues_and_stats_by_state(q: Queue) -> None:
     if type(q).peekable:
         assert default.oldest_ready_age_s is not None and 0 <= default.oldest_ready_age_s < 30
     assert other.oldest_ready_age_s is None
+
+
+def test_the_async_push_stores_what_the_sync_push_stores(q: Queue) -> None:
+    """``apush``/``alater``/``abulk`` (redis.asyncio on Redis, the sync push on a worker thread
+    elsewhere) keep the contract of ``push``/``later``/``bulk``."""
+    first, later, rest = payload(1, big=12345678901234567890123, empty=[]), payload(2), [payload(3), payload(4)]
+
+    async def push() -> list[str]:
+        return [await q.apush(first), await q.alater(60, later, "other"), *await q.abulk(rest)]
+
+    assert asyncio.run(push()) == [first.uuid, later.uuid, rest[0].uuid, rest[1].uuid]
+    popped = [q.pop() for _ in range(3)]
+    assert [job.raw for job in popped if job] == [first.to_json(), rest[0].to_json(), rest[1].to_json()]
+    assert q.pop() is None and q.pop("other") is None  # the delayed one waits
+    assert q.stats("other").delayed == 1
 
 
 # -- reserve(): many jobs and the settling of finished ones in one request -------------------------

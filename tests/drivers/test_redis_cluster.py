@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import pathlib
 import shutil
@@ -119,3 +120,26 @@ def test_a_worker_on_a_cluster(cluster_url: str, redis_client: redis.Redis, star
     assert sorted(map(int, traces(redis_client, "ran"))) == list(range(10))
     [record] = eventbus.runtime.failed_store().all()
     assert record.queue == "low" and "flaky 99" in record.summary
+
+
+def test_async_pushes_on_a_cluster(cluster_url: str) -> None:
+    eventbus.configure(default="c", connections={"c": {"driver": "redis", "url": cluster_url, "cluster": True}})
+    q = eventbus.connection()
+    names = [f"aqueue-{i}" for i in range(6)]  # spread over the three nodes
+
+    async def push() -> None:
+        for name in names:
+            await q.apush(payload(1), name)
+            await q.abulk([payload(n) for n in range(2, 5)], name)
+            await q.alater(60, payload(5), name)
+
+    for name in names:
+        q.clear(name)
+    asyncio.run(push())
+    for name in names:
+        assert q.size(name) == 5 and q.stats(name).delayed == 1
+        got = []
+        while (job := q.pop(name)) is not None:
+            got.append(json.loads(job.raw)["data"]["command"]["n"])
+            assert job.delete()
+        assert got == [1, 2, 3, 4]

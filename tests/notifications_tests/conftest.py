@@ -125,11 +125,16 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
 
     protocol_version = "HTTP/1.1"
     requests: list[dict[str, Any]] = []
+    closed: list[tuple[str, int]] = []  # client addresses whose connection ended
     fail_with: int | None = None
     script: list[tuple[int, dict[str, str]]] = []  # (status, headers) answered first, in order
 
     def log_message(self, *args: Any) -> None:
         pass
+
+    def finish(self) -> None:
+        super().finish()
+        self.closed.append(self.client_address)
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length", 0))
@@ -171,6 +176,7 @@ class ProviderStub(http.server.BaseHTTPRequestHandler):
 @pytest.fixture
 def provider_stub() -> Iterator[tuple[type[ProviderStub], int]]:
     ProviderStub.requests = []
+    ProviderStub.closed = []
     ProviderStub.fail_with = None
     ProviderStub.script = []
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), ProviderStub)

@@ -7,6 +7,9 @@ import base64
 import dataclasses
 import datetime as dt
 import email.utils
+import gc
+import time
+import weakref
 
 import pytest
 
@@ -165,6 +168,32 @@ def test_one_pooled_connection_per_event_loop(provider_stub: tuple) -> None:
         second.run_until_complete(provider.aclose())
         first.close()
         second.close()
+
+
+def test_many_messages_share_one_connection_closed_when_the_loop_ends(provider_stub: tuple) -> None:
+    stub, port = provider_stub
+    provider = provider_from_url(f"twilio://AC1:t@127.0.0.1:{port}?scheme=http")
+    assert isinstance(provider, TwilioProvider)
+    loops: list[weakref.ref[asyncio.AbstractEventLoop]] = []
+
+    async def app() -> None:
+        loops.append(weakref.ref(asyncio.get_running_loop()))
+        for n in range(25):
+            await provider.send("+15550123", SmsMessage(f"code {n}"))
+
+    asyncio.run(app())
+    [address] = {r["client"] for r in stub.requests}  # 25 messages, one connection
+    assert len(stub.requests) == 25 and provider.clients_opened == 1
+    assert provider._clients.values() == []  # the loop closed its client on the way out
+    deadline = time.monotonic() + 5
+    while address not in stub.closed and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert address in stub.closed  # and the server saw the connection end
+    gc.collect()
+    assert loops[0]() is None  # nothing keeps the finished loop alive
+
+    asyncio.run(app())  # a new loop, a new client
+    assert provider.clients_opened == 2 and len({r["client"] for r in stub.requests}) == 2
 
 
 def test_a_closed_client_is_replaced(provider_stub: tuple) -> None:
