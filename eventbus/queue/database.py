@@ -598,7 +598,7 @@ class DatabaseQueue(Queue):
             timeout = min(timeout, due)
         if timeout <= 0:
             return
-        if self.dialect == "postgresql" and self._wait_for_notify(timeout):
+        if self.dialect == "postgresql" and self._wait_for_notify(queues, timeout):
             return
         if self.dialect == "sqlite" and self._wait_for_sqlite_change(timeout):
             return
@@ -627,15 +627,18 @@ class DatabaseQueue(Queue):
         return True
 
     def _next_due(self, queues: Sequence[str]) -> float | None:
-        """Seconds until the next waiting job is due, by the server's clock."""
+        """Seconds until the next waiting job is due, by the server's clock (one autocommit
+        statement: no ping, BEGIN and ROLLBACK around it before every idle wait)."""
         j = self.jobs.c
-        with self.engine.connect() as conn:
+        with self.worker_engine.connect() as conn:
             first = conn.execute(sa.select(sa.func.min(j.available_at) - self.now).where(
                 j.queue.in_(list(queues)), j.reserved_at.is_(None))).scalar()
         return None if first is None else max(float(first), 0.0)
 
-    def _wait_for_notify(self, timeout: float) -> bool:
-        """Block on LISTEN until a push or ``timeout``. False when LISTEN is not available."""
+    def _wait_for_notify(self, queues: Sequence[str], timeout: float) -> bool:
+        """Block on LISTEN until a push to one of ``queues`` or ``timeout`` (a push to another
+        queue does not wake the worker). False when LISTEN is not available."""
+        deadline = time.monotonic() + timeout
         with self._listen_lock:
             try:
                 if self._listener is None:
@@ -645,8 +648,9 @@ class DatabaseQueue(Queue):
                         hide_password=False)
                     self._listener = psycopg.connect(params, autocommit=True)
                     self._listener.execute(f"LISTEN {NOTIFY_CHANNEL}")
-                for _ in self._listener.notifies(timeout=timeout, stop_after=1):
-                    break
+                while (left := deadline - time.monotonic()) > 0:
+                    if any(n.payload in queues for n in self._listener.notifies(timeout=left, stop_after=1)):
+                        break
                 return True
             except Exception:  # fall back to sleeping; the next pop reports a real outage
                 self._close_listener()

@@ -4,6 +4,7 @@ clocks disagree. SQLite always, PostgreSQL and MariaDB when they answer."""
 from __future__ import annotations
 
 import json
+import threading
 import time
 from collections.abc import Iterator
 
@@ -186,6 +187,27 @@ def test_postgres_give_back_wakes_listening_workers(tmp_path: object) -> None:
         queue.reserve(None, 0, give_back=[job])
         heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
     assert heard == ["default"]
+    drop(PG_URL)
+
+
+def test_postgres_idle_wait_wakes_for_its_own_queues_only() -> None:
+    reason = database_reason(PG_URL)
+    if reason:
+        pytest.skip(reason)
+    drop(PG_URL)
+    queue, pusher = make_queue(PG_URL), make_queue(PG_URL)
+    queue.wait(["default"], 0.01)  # the LISTEN connection is open from here on
+    timers = [threading.Timer(0.2, lambda: pusher.push(payload(1), "other")),
+              threading.Timer(0.8, lambda: pusher.push(payload(2), "default"))]
+    started = time.monotonic()
+    for timer in timers:
+        timer.start()
+    queue.wait(["default"], 5.0)
+    waited = time.monotonic() - started
+    for timer in timers:
+        timer.join()
+    queue.close()
+    assert 0.7 < waited < 3.0, f"woke after {waited:.2f}s: a push to another queue woke it, or none did"
     drop(PG_URL)
 
 
