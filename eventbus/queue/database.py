@@ -117,7 +117,8 @@ SELECT pg_notify(%(channel)s, %(queue)s) FROM (SELECT FROM added LIMIT 1) AS any
 """
 
 #: PostgreSQL's :meth:`DatabaseQueue.reserve`: one statement, so one round trip and one
-#: transaction. Every part acts only where the job's token still holds (``id = ANY(ids) AND
+#: transaction. The rows to take are a FROM item (not ``id IN (subquery)``), so the locking
+#: subquery runs once whatever the plan. Every part acts only where the job's token still holds (``id = ANY(ids) AND
 #: token = ANY(tokens)`` is the pairwise test: a token is only ever given to one row). The held
 #: jobs are kept out of ``taken`` so that no row is changed twice by the statement (one whose
 #: reservation was reclaimed but not taken again is ready, and still carries its token).
@@ -134,15 +135,16 @@ WITH acked AS (
     WHERE id = ANY(CAST(%(give_ids)b AS bigint[])) AND token = ANY(CAST(%(give_tokens)b AS text[]))
     RETURNING id
 ), taken AS (
-    UPDATE {jobs} SET reserved_at = {now}, token = %(prefix)s || id,
-        attempts = CASE WHEN attempts < {max_attempts} THEN attempts + 1 ELSE attempts END
-    WHERE id IN (
+    UPDATE {jobs} AS j SET reserved_at = {now}, token = %(prefix)s || j.id,
+        attempts = CASE WHEN j.attempts < {max_attempts} THEN j.attempts + 1 ELSE j.attempts END
+    FROM (
         SELECT id FROM {jobs}
         WHERE queue = %(queue)s AND reserved_at IS NULL AND available_at <= {now}
           AND id <> ALL(CAST(%(held)b AS bigint[]))
         ORDER BY id LIMIT %(limit)s
-        FOR UPDATE SKIP LOCKED)
-    RETURNING id, uuid, payload, attempts, failure
+        FOR UPDATE SKIP LOCKED) AS picked
+    WHERE j.id = picked.id
+    RETURNING j.id, j.uuid, j.payload, j.attempts, j.failure
 ), notified AS (
     SELECT pg_notify(%(channel)s, %(queue)s) FROM (SELECT FROM given LIMIT 1) AS any_given
 )
