@@ -27,6 +27,7 @@ import asyncio
 import concurrent.futures
 import logging
 import os
+import queue
 import sys
 import threading
 import time
@@ -70,7 +71,8 @@ class ConcurrentRunner:
         self.loop = asyncio.new_event_loop()
         self._loop_thread = threading.Thread(target=self.loop.run_forever, name="eventbus-loop", daemon=True)
         self._loop_thread.start()
-        self.running: dict[concurrent.futures.Future[object], InFlight] = {}
+        self.running: dict[concurrent.futures.Future[None], InFlight] = {}
+        self._finished: queue.SimpleQueue[concurrent.futures.Future[None]] = queue.SimpleQueue()
         self._lock = threading.Lock()
         self._stop_checking = threading.Event()
         self.gave_up = False
@@ -90,16 +92,24 @@ class ConcurrentRunner:
         future = self.pool.submit(self._run, entry)
         with self._lock:
             self.running[future] = entry
+        future.add_done_callback(self._finished.put)
 
     def reap(self, timeout: float = 0.0) -> None:
         """Forget the jobs that finished (waiting up to ``timeout`` for the first one)."""
         if not self.running:
             return
-        done, _ = concurrent.futures.wait(list(self.running), timeout=timeout,
-                                          return_when=concurrent.futures.FIRST_COMPLETED)
+        try:
+            done = [self._finished.get(timeout=timeout) if timeout > 0 else self._finished.get_nowait()]
+        except queue.Empty:
+            return
+        while True:
+            try:
+                done.append(self._finished.get_nowait())
+            except queue.Empty:
+                break
         with self._lock:
             for future in done:
-                del self.running[future]
+                self.running.pop(future, None)
 
     def drain(self) -> None:
         """Wait for every job in flight (each is bounded by its deadline, see the module doc)."""

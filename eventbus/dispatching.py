@@ -259,9 +259,10 @@ def push_collected(collected: Collected) -> None:
                 run_inline(queue, payload.to_json(), queue_name)
             continue
         queue.bulk(payloads, queue_name)
-        resolved = queue.queue_name(queue_name)
-        for payload in payloads:
-            bus.emit(JobQueued(conn, resolved, payload.uuid, payload.display_name, 0.0))
+        if bus.wants(JobQueued):
+            resolved = queue.queue_name(queue_name)
+            for payload in payloads:
+                bus.emit(JobQueued(conn, resolved, payload.uuid, payload.display_name, 0.0))
 
 
 def with_headers(payload: Payload, headers: dict[str, str]) -> Payload:

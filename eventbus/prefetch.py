@@ -54,6 +54,7 @@ class Prefetcher:
 
     def __init__(self, queue: Queue, *, limit: int, needs: Callable[[QueueJob], float]) -> None:
         self.queue = queue
+        self.retry_after_s = queue.retry_after
         self.limit = max(1, limit)
         self.needs = needs
         self.held: collections.deque[QueueJob] = collections.deque()
@@ -148,8 +149,11 @@ class Prefetcher:
         """True when ``job`` may start: its reservation (and those of the finished jobs, still
         reserved until their delete goes out) lasts its whole run, renewed here if not. False
         when it was lost meanwhile (another worker has it now)."""
+        now = time.monotonic()
+        if now + self.retry_after_s / 2 < min(job.reserved_until, self._earliest()):
+            return True  # nothing in hand is even half way to its deadline: the common case
         try:
-            needed = time.monotonic() + self.needs(job) + min(MARGIN_S, self.queue.retry_after / 10)
+            needed = now + self.needs(job) + min(MARGIN_S, self.retry_after_s / 10)
         except Exception:  # an unreadable payload: processing fails it, without running it
             return True
         same_queue = [j for j in self.held if j.queue_name == job.queue_name]
@@ -165,6 +169,12 @@ class Prefetcher:
             self.held = collections.deque(j for j in self.held if j.job_id not in reserved.lost)
         self.flush()
         return job.job_id not in reserved.lost
+
+    def _earliest(self) -> float:
+        """The earliest deadline among the jobs in hand and the finished ones not deleted yet."""
+        with self._lock:
+            finished = [j.reserved_until for j in self.finished]
+        return min([*finished, *(j.reserved_until for j in self.held)], default=float("inf"))
 
     def _batch_size(self, cap: int) -> int:
         """Adaptive: enough to fill :data:`WINDOW_S` at the average pace, at most double the last

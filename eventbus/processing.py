@@ -119,7 +119,8 @@ def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | 
     ctx = Collaborators(failed, bus, continue_chain, options, watch, after_success, after_failure)
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
-        ctx.emit(JobProcessing(job.connection_name, job))
+        if ctx.bus.wants(JobProcessing):
+            ctx.emit(JobProcessing(job.connection_name, job))
         if job.failure is not None:
             record_earlier_failure(job, ctx)
             return Outcome.FAIL, None
@@ -146,7 +147,8 @@ def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | 
         return outcome_of(job), exc
     runtime_s = time.perf_counter() - started
     acknowledge(job, ctx)
-    ctx.emit(JobProcessed(job.connection_name, job, runtime_s))
+    if ctx.bus.wants(JobProcessed):
+        ctx.emit(JobProcessed(job.connection_name, job, runtime_s))
     return outcome_of(job), None
 
 

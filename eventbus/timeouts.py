@@ -34,23 +34,38 @@ def can_interrupt() -> bool:
     return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
 
 
+#: What the armed alarm interrupts: (what, seconds), or None when nothing is armed.
+_armed: tuple[str, float] | None = None
+
+
+def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    armed = _armed
+    if armed is not None:
+        raise JobTimeoutError(f"{armed[0]} timed out after {armed[1]:g} seconds")
+
+
 @contextlib.contextmanager
 def interrupt_after(seconds: float | None, what: str = "job") -> Iterator[None]:
-    """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``."""
+    """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``.
+
+    The handler is installed once and stays (it does nothing while no alarm is armed), so a job
+    costs two ``setitimer`` calls, not two handler swaps; code that installs its own SIGALRM
+    handler inside a job gets ours back at the next job.
+    """
+    global _armed
     if not seconds or seconds <= 0 or not can_interrupt():
         yield
         return
-
-    def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise JobTimeoutError(f"{what} timed out after {seconds:g} seconds")
-
-    previous = signal.signal(signal.SIGALRM, on_alarm)
+    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+        signal.signal(signal.SIGALRM, _on_alarm)
+    outer = _armed
+    _armed = (what, seconds)
     signal.setitimer(signal.ITIMER_REAL, seconds)
     try:
         yield
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        _armed = outer
 
 
 def grace_s() -> float:

@@ -216,7 +216,8 @@ class Worker:
                 self._settle()
                 self._sleep(self.options.sleep_s or 1.0)  # --sleep 0 must not spin while paused
             else:
-                self.bus.emit(Looping(self.queue.connection_name, self.queues))
+                if self.bus.wants(Looping):
+                    self.bus.emit(Looping(self.queue.connection_name, self.queues))
                 job = self._next_job()
                 if job is not None:
                     self.run_job(job)
@@ -248,7 +249,8 @@ class Worker:
                     self._settle()
                     self._sleep(self.options.sleep_s or 1.0)
                 elif runner.free > 0 and self._may_take_more():
-                    self.bus.emit(Looping(self.queue.connection_name, self.queues))
+                    if self.bus.wants(Looping):
+                        self.bus.emit(Looping(self.queue.connection_name, self.queues))
                     job = self._next_job(fill=runner.free)
                     if job is not None:
                         self.jobs_processed += 1

@@ -78,7 +78,7 @@ async def ticking_while(work: Awaitable[T]) -> tuple[T, int, set[str]]:
     """Await ``work`` while a task ticks every 5 ms; return its result, the ticks, and the names
     of the threads that appeared meanwhile."""
     ticks = 0
-    before = {t.name for t in threading.enumerate()}
+    before = set(threading.enumerate())  # threads, not names: an old asyncio_0 may still live
     appeared: set[str] = set()
     done = asyncio.Event()
 
@@ -86,7 +86,7 @@ async def ticking_while(work: Awaitable[T]) -> tuple[T, int, set[str]]:
         nonlocal ticks
         while not done.is_set():
             ticks += 1
-            appeared.update(t.name for t in threading.enumerate() if t.name not in before)
+            appeared.update(t.name for t in threading.enumerate() if t not in before)
             await asyncio.sleep(0.005)
 
     task = asyncio.create_task(ticker())
@@ -96,7 +96,7 @@ async def ticking_while(work: Awaitable[T]) -> tuple[T, int, set[str]]:
     finally:
         done.set()
         await task
-    appeared.update(t.name for t in threading.enumerate() if t.name not in before)
+    appeared.update(t.name for t in threading.enumerate() if t not in before)
     return result, ticks, appeared
 
 

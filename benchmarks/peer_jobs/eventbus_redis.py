@@ -24,8 +24,8 @@ class Stamp(eventbus.Job):
 
 class Peer(RedisPeer):
     burst = True  # its workers can stop when the queue is empty
-    bulk_api = "connection().bulk(payloads) (driver method)"
-    workers = "eventbus work --processes 2 (1 thread each)"
+    bulk_api = "dispatch_many(jobs)"
+    workers = "eventbus work --processes 2 (defaults: adaptive prefetch up to 32, 1 job at a time each)"
 
     def version(self) -> str:
         return _eventbus.version()

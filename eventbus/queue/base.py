@@ -361,10 +361,10 @@ class Queue(abc.ABC):
                 self.uncount_attempt(job)
         jobs: list[QueueJob] = []
         while len(jobs) < limit:
-            job = self.pop(queue)
-            if job is None:
+            popped = self.pop(queue)
+            if popped is None:
                 break
-            jobs.append(job)
+            jobs.append(popped)
         return Reserved(jobs, lost)
 
     def wait_and_reserve(self, queues: Sequence[str], timeout: float, limit: int) -> Reserved | None:

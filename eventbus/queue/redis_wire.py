@@ -121,7 +121,7 @@ class Wire:
     """Connections to one Redis URL for the hot path, one per thread (and per process)."""
 
     def __init__(self, url: str, *, timeout: float | None, name: str) -> None:
-        self.options = parse_url(url)
+        self.options: dict[str, Any] = parse_url(url)  # type: ignore[no-untyped-call]
         if "path" not in self.options and urlsplit(url).username and "username" not in self.options:
             self.options["username"] = unquote(urlsplit(url).username or "")
         self.timeout = timeout
