@@ -15,7 +15,7 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TypeVar
 
 import sqlalchemy as sa
@@ -112,6 +112,31 @@ def _build(url: str, autocommit: bool = False, durable: bool = False) -> Engine:
             f"database URL {redact_url(url)!r} needs the {exc.name} driver: {hint}") from exc
     except sa.exc.NoSuchModuleError as exc:
         raise ConfigurationError(f"unknown database dialect in {redact_url(url)!r}: {exc}") from exc
+
+
+def run_driver_sql(engine: Engine, sql: str, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
+    """Run one statement written for the DBAPI driver on a pooled connection of ``engine``, as
+    ``Connection.exec_driver_sql`` would, and return its rows (none for a statement without).
+
+    It goes straight to the driver's cursor: SQLAlchemy's execution context and result wrapping
+    cost about as much client time as a loopback round trip, which is what the worker's
+    reservation and a push are left with. Errors come out as SQLAlchemy raises them (a
+    ``DBAPIError`` subclass; a lost connection is invalidated and says so), so :func:`guarded`
+    and :func:`is_row_problem` treat them alike.
+    """
+    dialect = engine.dialect
+    with engine.connect() as conn:
+        dbapi_connection = conn.connection.dbapi_connection
+        try:
+            with dbapi_connection.cursor() as cursor:  # type: ignore[union-attr]
+                cursor.execute(sql, params)
+                return list(cursor.fetchall()) if cursor.description else []
+        except dialect.loaded_dbapi.Error as exc:
+            lost = dialect.is_disconnect(exc, dbapi_connection, None)
+            if lost:
+                conn.invalidate(exc)
+            raise sa.exc.DBAPIError.instance(sql, params, exc, dialect.loaded_dbapi.Error,
+                                             connection_invalidated=lost, dialect=dialect) from exc
 
 
 def _create_private_file(path: str | None) -> None:

@@ -19,8 +19,9 @@ class Incr(eventbus.Job):
 
 class Peer(PgPeer):
     burst = True  # its workers can stop when the queue is empty
-    bulk_api = "connection().bulk(payloads) (driver method)"
-    workers = "eventbus work database --processes 2"
+    bulk_api = "dispatch_many(jobs)"
+    workers = ("eventbus work database --processes 2 (defaults: adaptive prefetch up to 32 through "
+               "reserve(), 1 job at a time each)")
 
     def version(self) -> str:
         return _eventbus.version()

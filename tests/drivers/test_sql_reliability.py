@@ -15,8 +15,9 @@ import eventbus
 from eventbus.failed import MemoryFailedJobStore
 from eventbus.payload import Payload
 from eventbus.queue.database import DatabaseQueue
+from eventbus.sql import run_driver_sql
 from eventbus.worker import Worker, WorkerOptions
-from helpers import MYSQL_URL, PG_URL, database_reason
+from helpers import MYSQL_URL, PG_URL, database_reason, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -208,6 +209,29 @@ def test_postgres_idle_wait_wakes_for_its_own_queues_only() -> None:
         timer.join()
     queue.close()
     assert 0.7 < waited < 3.0, f"woke after {waited:.2f}s: a push to another queue woke it, or none did"
+    drop(PG_URL)
+
+
+def test_postgres_push_and_reserve_ride_out_a_terminated_connection() -> None:
+    reason = database_reason(PG_URL)
+    if reason:
+        pytest.skip(reason)
+    drop(PG_URL)
+    queue = make_queue(PG_URL)
+    queue.push(payload(1))
+    [first] = queue.reserve(None, 1).jobs
+    pids = [run_driver_sql(engine, "SELECT pg_backend_pid()", {})[0][0]
+            for engine in (queue.push_engine, queue.worker_engine)]  # each has one pooled connection
+    for pid in pids:
+        execute(queue, "SELECT pg_terminate_backend(:pid)", pid=pid)
+    with queue.engine.connect() as conn:
+        wait_for(lambda: not conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:p)"),
+                                          {"p": pids}).scalar(), timeout=5)
+    queue.push(payload(2))  # the dead connection is found, dropped, and the push sent once more
+    got = queue.reserve(None, 5, acks=[first])
+    assert [json.loads(job.raw)["data"]["command"]["n"] for job in got.jobs] == [2]
+    queue.reserve(None, 0, acks=got.jobs)
+    assert queue.size() == 0
     drop(PG_URL)
 
 
