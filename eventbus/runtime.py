@@ -85,6 +85,9 @@ def configure(
 def settings() -> Settings:
     """The current settings; built from the environment on first use if never configured."""
     global _settings
+    current = _settings  # built already (every call but the first): no lock needed to read it
+    if current is not None:
+        return current
     with _lock:
         if _settings is not None:
             return _settings
