@@ -15,6 +15,7 @@ so its work never shares a GIL with the benchmark or the worker. Rows, in this o
 The rate runs from the first message the sink received to the last, so the worker's start
 (imports, connecting) is left out; the rate including it is beside it. "sink busy" is the sink
 process's CPU time over that span: near 100% means the sink, not the worker, set the pace.
+"worker CPU" is the worker's CPU time a mail over the same span (the per-message cost).
 "others" is the share of all CPUs that the rest of the machine used during the row (this
 script, its worker, the sink and Redis left out); each row first waits up to 30 s for the
 machine to be idle, and a row that was not is marked "contended".
@@ -116,10 +117,8 @@ class SinkProcess:
         return max(0.0, self.meter.others() - ours_s / wall_s)
 
     def cpu_s(self) -> float:
-        """The sink process's CPU seconds so far (user + system, from /proc: Linux only)."""
-        with open(f"/proc/{self.process.pid}/stat") as f:
-            fields = f.read().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        assert self.process.pid is not None
+        return cpu_s(self.process.pid)
 
     def received(self) -> int:
         return int(self.stats[RECEIVED])
@@ -130,6 +129,13 @@ class SinkProcess:
     def stop(self) -> None:
         self.process.terminate()
         self.process.join(5)
+
+
+def cpu_s(pid: int) -> float:
+    """A process's CPU seconds so far (user + system, from /proc: Linux only)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def free_port() -> int:
@@ -161,8 +167,9 @@ async def blast(port: int, n: int, connections: int, data: bytes) -> None:
 
 
 class Row:
-    def __init__(self, label: str, n: int, sink: SinkProcess, wall_s: float | None = None) -> None:
-        self.label, self.n = label, n
+    def __init__(self, label: str, n: int, sink: SinkProcess, wall_s: float | None = None,
+                 worker_ms: float | None = None) -> None:
+        self.label, self.n, self.worker_ms = label, n, worker_ms
         if sink.received() != n:
             raise SystemExit(f"{label}: the sink received {sink.received()} of {n} messages")
         self.span_s = sink.span_s()
@@ -175,7 +182,8 @@ class Row:
     def __str__(self) -> str:
         rate = (self.n - 1) / self.span_s if self.span_s else float("nan")
         whole = f"{self.n / self.wall_s:>8,.0f}/s" if self.wall_s else " " * 10
-        return (f"{self.label:<40} {rate:>8,.0f}/s  {whole}  {self.connections:>5}  "
+        cost = f"{self.worker_ms:>8.2f} ms" if self.worker_ms is not None else " " * 11
+        return (f"{self.label:<40} {rate:>8,.0f}/s  {whole}  {cost}  {self.connections:>5}  "
                 f"{100 * self.sink_busy:>8.0f}%  {100 * self.others:>5.0f}%"
                 + ("  contended" if self.contended else ""))
 
@@ -202,11 +210,33 @@ def drain(sink: SinkProcess, n: int, concurrency: int, pool: int | None) -> Row:
     env = worker_env("redis", None, {"EVENTBUS_MAIL_URL": url})
     options: Sequence[str] = ("--concurrency", str(concurrency)) if concurrency > 1 else ()
     started = time.perf_counter()
-    for worker in start_workers(1, env, "--stop-when-empty", *options):
-        if worker.wait() != 0:
-            raise SystemExit(f"the worker exited with {worker.returncode}")
+    [worker] = start_workers(1, env, "--stop-when-empty", *options)
+    worker_ms = watch(worker, sink, n)
+    if worker.wait() != 0:
+        raise SystemExit(f"the worker exited with {worker.returncode}")
     wall_s = time.perf_counter() - started
-    return Row(f"1 worker, concurrency {concurrency}" + (f", pool={pool}" if pool else ""), n, sink, wall_s)
+    return Row(f"1 worker, concurrency {concurrency}" + (f", pool={pool}" if pool else ""), n, sink, wall_s,
+               worker_ms)
+
+
+def watch(worker: subprocess.Popen[bytes], sink: SinkProcess, n: int) -> float | None:
+    """The worker's CPU milliseconds per mail between the first and the last mail the sink got
+    (its start-up left out); None if it finished between two looks."""
+    first: tuple[int, float] | None = None
+    last: tuple[int, float] | None = None
+    while worker.poll() is None and last is None:
+        received = sink.received()
+        try:
+            if first is None and received:
+                first = (received, cpu_s(worker.pid))
+            elif first is not None and received == n:
+                last = (received, cpu_s(worker.pid))
+        except OSError:  # exited between poll() and the read
+            break
+        time.sleep(0.002)
+    if first is None or last is None or last[0] == first[0]:
+        return None
+    return 1000 * (last[1] - first[1]) / (last[0] - first[0])
 
 
 def main() -> None:
@@ -220,7 +250,8 @@ def main() -> None:
     redis.Redis.from_url(REDIS_URL).flushdb()
     sink = SinkProcess()
     print(f"{args.n} messages a row; aiosmtpd sink in its own process (pid {sink.process.pid})\n")
-    print(f"{'':<40} {'rate':>10}  {'incl. start':>10}  {'conns':>5}  {'sink busy':>9}  {'others':>6}")
+    print(f"{'':<40} {'rate':>10}  {'incl. start':>10}  {'worker CPU':>11}  {'conns':>5}  {'sink busy':>9}  "
+          f"{'others':>6}")
     try:
         data = receipt_bytes()
         for connections in (1, 10):
