@@ -26,6 +26,7 @@ import aiosmtplib
 from notifications._core import ConfigurationError, PerLoop, redact_url
 from notifications._urls import UrlOptions
 from notifications.errors import DeliveryError
+from notifications.mail._policy import MailPolicy, flatten
 
 log = logging.getLogger(__name__)
 
@@ -231,6 +232,40 @@ async def _quit(client: aiosmtplib.SMTP) -> None:
 
 
 async def transmit(client: aiosmtplib.SMTP, message: email.message.EmailMessage) -> str:
-    """Send ``message`` on a connected ``client``; return the server's reply to the data."""
-    _, reply = await client.send_message(message)
+    """Send ``message`` on a connected ``client``; return the server's reply to the data.
+
+    What aiosmtplib's ``send_message`` does (envelope from the headers, SMTPUTF8 and 8BITMIME
+    when needed and offered, Bcc left out of the data), with the message written by
+    :func:`notifications.mail._policy.flatten` for messages built on that policy. Others,
+    and resent messages, go through ``send_message`` itself.
+    """
+    if not isinstance(message.policy, MailPolicy) or "Resent-Date" in message:
+        _, reply = await client.send_message(message)
+        return reply
+    sender, recipients = envelope(message)
+    await _greet(client)
+    utf8 = not (sender + "".join(recipients)).isascii()
+    options = []
+    if utf8:
+        if not client.supports_extension("smtputf8"):
+            raise aiosmtplib.SMTPNotSupported("an address is not ASCII and the server does not offer SMTPUTF8")
+        options.append("SMTPUTF8")
+    eight_bit = client.supports_extension("8bitmime")
+    if eight_bit:
+        options.append("BODY=8BITMIME")
+    data = flatten(message, utf8=utf8, eight_bit=eight_bit)
+    _, reply = await client.sendmail(sender, recipients, data, mail_options=options)
     return reply
+
+
+def envelope(message: email.message.EmailMessage) -> tuple[str, list[str]]:
+    """(sender, recipients) of ``message``: Sender or From; To, Cc and Bcc. ValueError without them."""
+    senders = _addresses(message, "Sender") or _addresses(message, "From")
+    recipients = [*_addresses(message, "To"), *_addresses(message, "Cc"), *_addresses(message, "Bcc")]
+    if not senders or not recipients:
+        raise ValueError("a message needs a From (or Sender) and at least one To, Cc or Bcc address")
+    return senders[0], recipients
+
+
+def _addresses(message: email.message.EmailMessage, header: str) -> list[str]:
+    return [address.addr_spec for value in message.get_all(header, []) for address in value.addresses]

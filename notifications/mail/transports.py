@@ -21,7 +21,6 @@ loop and reuses them across messages; concurrent sends on one loop use up to ``p
 from __future__ import annotations
 
 import email.message
-import email.policy
 import logging
 import os
 import pathlib
@@ -29,6 +28,7 @@ import time
 import uuid
 from typing import Protocol
 
+from notifications.mail._policy import flatten
 from notifications.mail.smtp import SmtpSettings, SmtpTransport
 
 log = logging.getLogger(__name__)
@@ -67,7 +67,7 @@ class LogTransport:
         path = self.directory / f"{time.strftime('%Y%m%d-%H%M%S')}-{uuid.uuid4().hex[:8]}.eml"
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "wb") as file:
-            file.write(message.as_bytes(policy=email.policy.SMTP))
+            file.write(flatten(message, bcc=True))
         self.last_path = path
         log.info("mail to %s, subject %r, written to %s", message["To"], message["Subject"], path)
         return str(path)
