@@ -37,6 +37,11 @@ def _invalid(field: str, value: object, hint: str = ONE_ADDRESS) -> InvalidAddre
     return InvalidAddressError(f"invalid mail address in {field}: {value!r} ({hint})", field=field)
 
 
+def is_bare(entry: str) -> bool:
+    """Is ``entry`` a bare ``local@domain`` that the header parser reads as exactly that addr-spec?"""
+    return _BARE.fullmatch(entry) is not None
+
+
 def parse_address(entry: str, field: str, name: str | None = None) -> Address:
     """One address from ``entry`` (``ada@x.test`` or ``Ada <ada@x.test>``); ``name`` overrides its name."""
     if not isinstance(entry, str) or _CONTROL.search(entry):

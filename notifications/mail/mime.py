@@ -5,9 +5,13 @@ entry (see :mod:`notifications.mail.addresses`): each was checked to be exactly 
 its string form quotes what needs quoting, so the header lists exactly those addresses.
 
 The message uses :data:`notifications.mail._policy.MAIL_POLICY`, the stdlib's default policy
-without its repeated header parsing; multipart boundaries are random tokens set here (``=_``
-cannot occur in quoted-printable or base64 text), which spares the generator a search of the
-whole message and a regular expression compiled per message.
+without its repeated header parsing. Multipart boundaries are set here rather than by the
+generator (which searches the whole message and compiles a regular expression for each one):
+``=_`` and a random stem drawn once per process, then ``.0``, ``.1`` for nested parts, so a
+multipart's Content-Type reads the same from one message to the next and is parsed once. A
+boundary needs to be absent from the text it delimits, not secret: ``=_`` never occurs in
+quoted-printable or base64, attachments are base64, and a message whose text contains the stem
+gets a fresh one.
 """
 
 from __future__ import annotations
@@ -66,10 +70,21 @@ def build_email(message: MailMessage, route: Any, default_from: str) -> email.me
         maintype, _, subtype = att.mime_type.partition("/")
         mime.add_attachment(att.content, maintype=maintype, subtype=subtype or "octet-stream",
                             filename=att.filename)
-    for part in mime.walk():
-        if part.is_multipart():
-            part.set_boundary(f"=_{secrets.token_hex(12)}")
+    _set_boundaries(mime, (text_part, html_part))
     return mime
+
+
+_stem = f"=_{secrets.token_hex(8)}"
+
+
+def _set_boundaries(mime: email.message.EmailMessage, texts: Sequence[str]) -> None:
+    """Give each multipart of ``mime`` a boundary: the process's stem, unless a text holds it."""
+    stem = _stem
+    while any(stem in text for text in texts):
+        stem = f"=_{secrets.token_hex(8)}"
+    multiparts = (part for part in mime.walk() if part.is_multipart())
+    for depth, part in enumerate(multiparts):
+        part.set_boundary(f"{stem}.{depth}")
 
 
 def _listed(addresses: Sequence[Address]) -> str:

@@ -19,6 +19,8 @@ import dataclasses
 import email.message
 import logging
 import threading
+from email.headerregistry import AddressHeader
+from typing import cast
 from urllib.parse import unquote, urlsplit
 
 import aiosmtplib
@@ -27,6 +29,7 @@ from notifications._core import ConfigurationError, PerLoop, redact_url
 from notifications._urls import UrlOptions
 from notifications.errors import DeliveryError
 from notifications.mail._policy import MailPolicy, flatten
+from notifications.mail.addresses import is_bare
 
 log = logging.getLogger(__name__)
 
@@ -259,13 +262,25 @@ async def transmit(client: aiosmtplib.SMTP, message: email.message.EmailMessage)
 
 
 def envelope(message: email.message.EmailMessage) -> tuple[str, list[str]]:
-    """(sender, recipients) of ``message``: Sender or From; To, Cc and Bcc. ValueError without them."""
-    senders = _addresses(message, "Sender") or _addresses(message, "From")
-    recipients = [*_addresses(message, "To"), *_addresses(message, "Cc"), *_addresses(message, "Bcc")]
+    """(sender, recipients) of ``message``: Sender or From; To, Cc and Bcc. ValueError without them.
+
+    A header value that is one bare address is taken as it is (what the parser would read from
+    it); the others are parsed.
+    """
+    found: dict[str, list[str]] = {name: [] for name in _ENVELOPE}
+    for name, value in message.raw_items():
+        addresses = found.get(name.lower())
+        if addresses is not None:
+            if type(value) is str and is_bare(value):
+                addresses.append(value)
+            else:
+                header = cast(AddressHeader, message.policy.header_fetch_parse(name, value))
+                addresses.extend(address.addr_spec for address in header.addresses)
+    senders = found["sender"] or found["from"]
+    recipients = found["to"] + found["cc"] + found["bcc"]
     if not senders or not recipients:
         raise ValueError("a message needs a From (or Sender) and at least one To, Cc or Bcc address")
     return senders[0], recipients
 
 
-def _addresses(message: email.message.EmailMessage, header: str) -> list[str]:
-    return [address.addr_spec for value in message.get_all(header, []) for address in value.addresses]
+_ENVELOPE = ("sender", "from", "to", "cc", "bcc")

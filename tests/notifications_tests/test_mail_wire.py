@@ -15,7 +15,7 @@ from typing import Any
 
 import aiosmtplib
 import pytest
-from aiosmtplib.email import flatten_message
+from aiosmtplib.email import extract_recipients, extract_sender, flatten_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -114,6 +114,12 @@ def test_any_subject_and_header_value_go_out_as_before(subject: str, header: str
     assert_same_wire(MailMessage(subject=subject).header("X-Any", header))
 
 
+@pytest.mark.parametrize("name", ROUTES)
+def test_the_envelope_is_what_aiosmtplib_reads_from_the_headers(name: str) -> None:
+    mime = build_email(MESSAGES["everything"], ROUTES[name], FROM)
+    assert envelope(mime) == (extract_sender(mime), extract_recipients(mime))
+
+
 def test_reading_a_header_gives_the_same_object_as_the_default_policy() -> None:
     mime = build_email(MESSAGES["everything"], ROUTES["names with specials"], FROM)
     assert mime.policy is MAIL_POLICY
@@ -181,3 +187,32 @@ def test_without_smtputf8_a_non_ascii_address_fails_for_good(smtp_server: tuple)
     with pytest.raises(aiosmtplib.SMTPNotSupported):
         asyncio.run(send())
     assert inbox.envelopes == []
+
+
+# -- boundaries -----------------------------------------------------------------------------------
+
+def boundaries(mime: email.message.EmailMessage) -> list[str]:
+    return [str(part.get_boundary()) for part in mime.walk() if part.is_multipart()]
+
+
+def test_nested_multiparts_get_distinct_boundaries_none_a_prefix_of_another() -> None:
+    mime = build_email(MESSAGES["everything"], "ada@example.com", FROM)
+    outer, inner = boundaries(mime)
+    assert mime.get_content_type() == "multipart/mixed" and outer != inner
+    assert not outer.startswith(inner) and not inner.startswith(outer)
+
+
+def test_a_text_holding_the_boundary_stem_gets_another_boundary() -> None:
+    from notifications.mail import mime as mime_module
+
+    stem = mime_module._stem
+    usual = build_email(MESSAGES["plain"], "ada@example.com", FROM)
+    assert boundaries(usual) == [f"{stem}.0"]  # the same from one message to the next
+    crafted = MailMessage(subject="x").line(f"--{stem}.0").line(f"--{stem}.0--")
+    mime = build_email(crafted, "ada@example.com", FROM)
+    [boundary] = boundaries(mime)
+    assert stem not in boundary
+    parsed = email.message_from_bytes(flatten(mime), policy=email.policy.default)
+    text = parsed.get_body(("plain",))
+    assert text is not None and f"--{stem}.0--" in text.get_content()
+    assert [p.get_content_type() for p in parsed.iter_parts()] == ["text/plain", "text/html"]
