@@ -10,7 +10,8 @@ when the message is written, and makes a new header class with ``type()`` on eac
 - a short, printable-ASCII value (words separated by single spaces, no encoded-word marker
   ``=?``, fitting one line) is stored as the string it was given, as the stdlib itself stores a
   header it read from bytes, and written as is, which is what folding it would have produced;
-- reading a stored string parses it once per distinct value (header objects are immutable);
+- reading a stored string parses it once per distinct value (header objects are immutable), as
+  the stdlib would parse it each time;
 - each header class is made once per header name.
 
 Anything else (non-ASCII text, a long value, an Address object) takes the stdlib's way, so the
@@ -72,7 +73,7 @@ class MailPolicy(EmailPolicy):
         return super().header_store_parse(name, value)
 
     def header_fetch_parse(self, name: str, value: Any) -> Any:
-        if self._plain(name, value):
+        if type(value) is str and "\n" not in value and "\r" not in value:  # else the stdlib unfolds it first
             return _parsed(self.header_factory, name, value)
         return super().header_fetch_parse(name, value)
 
