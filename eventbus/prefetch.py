@@ -81,8 +81,12 @@ class Prefetcher:
                 self.give_back([job for job in self.held if job.queue_name not in queues])
         while self.held:
             job = self.held.popleft()
-            if self._renewed(job):
-                return job
+            try:
+                if self._renewed(job):
+                    return job
+            except ConnectionUnavailableError:
+                self.held.appendleft(job)  # still ours: the worker asks again when it answers
+                raise
         for name in queues:
             reserved = self._request(name, min(cap, self.limit) if fill and cap else self._batch_size(cap))
             if reserved.jobs:
