@@ -36,6 +36,8 @@ def can_interrupt() -> bool:
 
 #: What the armed alarm interrupts: (what, seconds), or None when nothing is armed.
 _armed: tuple[str, float] | None = None
+#: A worker installed the handler for its whole run (:func:`alarm_handler`).
+_installed = False
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
@@ -45,19 +47,35 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def interrupt_after(seconds: float | None, what: str = "job") -> Iterator[None]:
-    """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``.
+def alarm_handler() -> Iterator[None]:
+    """Keep the timeout's SIGALRM handler installed for a worker's whole run (restored after).
 
-    The handler is installed once and stays (it does nothing while no alarm is armed), so a job
-    costs two ``setitimer`` calls, not two handler swaps; code that installs its own SIGALRM
-    handler inside a job gets ours back at the next job.
+    Each job then costs two ``setitimer`` calls instead of two handler swaps as well. A job that
+    installs a SIGALRM handler of its own replaces the interrupt: the watchdog ends it after its
+    grace instead.
     """
+    global _installed
+    if not can_interrupt():
+        yield
+        return
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    _installed = True
+    try:
+        yield
+    finally:
+        _installed = False
+        signal.signal(signal.SIGALRM, previous)
+
+
+@contextlib.contextmanager
+def interrupt_after(seconds: float | None, what: str = "job") -> Iterator[None]:
+    """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``."""
     global _armed
     if not seconds or seconds <= 0 or not can_interrupt():
         yield
         return
-    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
-        signal.signal(signal.SIGALRM, _on_alarm)
+    swapped = not _installed
+    previous = signal.signal(signal.SIGALRM, _on_alarm) if swapped else None
     outer = _armed
     _armed = (what, seconds)
     signal.setitimer(signal.ITIMER_REAL, seconds)
@@ -66,6 +84,8 @@ def interrupt_after(seconds: float | None, what: str = "job") -> Iterator[None]:
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         _armed = outer
+        if swapped:
+            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
 
 
 def grace_s() -> float:
