@@ -23,6 +23,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 from eventbus.errors import ConfigurationError, JobTimeoutError
 
@@ -67,25 +68,41 @@ def alarm_handler() -> Iterator[None]:
         signal.signal(signal.SIGALRM, previous)
 
 
-@contextlib.contextmanager
-def interrupt_after(seconds: float | None, what: str = "job") -> Iterator[None]:
+def interrupt_after(seconds: float | None, what: str = "job") -> contextlib.AbstractContextManager[None]:
     """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``."""
-    global _armed
     if not seconds or seconds <= 0 or not can_interrupt():
-        yield
-        return
-    swapped = not _installed
-    previous = signal.signal(signal.SIGALRM, _on_alarm) if swapped else None
-    outer = _armed
-    _armed = (what, seconds)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        yield
-    finally:
+        return _NOTHING
+    return _Alarm(seconds, what)
+
+
+_NOTHING = contextlib.nullcontext()
+
+
+class _Alarm:
+    """The armed alarm of :func:`interrupt_after` (a plain context manager: one per job)."""
+
+    __slots__ = ("seconds", "what", "outer", "previous", "swapped")
+
+    def __init__(self, seconds: float, what: str) -> None:
+        self.seconds, self.what = seconds, what
+        self.outer: tuple[str, float] | None = None
+        self.previous: Any = None
+        self.swapped = False
+
+    def __enter__(self) -> None:
+        global _armed
+        self.swapped = not _installed
+        if self.swapped:
+            self.previous = signal.signal(signal.SIGALRM, _on_alarm)
+        self.outer, _armed = _armed, (self.what, self.seconds)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc: object) -> None:
+        global _armed
         signal.setitimer(signal.ITIMER_REAL, 0)
-        _armed = outer
-        if swapped:
-            signal.signal(signal.SIGALRM, previous if previous is not None else signal.SIG_DFL)
+        _armed = self.outer
+        if self.swapped:
+            signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
 
 
 def grace_s() -> float:
