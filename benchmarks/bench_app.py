@@ -17,6 +17,13 @@ if os.environ.get("BENCH_DB_URL"):
     eventbus.configure(connections={"database": {"driver": "database", "url": os.environ["BENCH_DB_URL"]}})
 
 
+@dataclasses.dataclass
+class OrderShipped(eventbus.Event):
+    """The event of ``emit.py``."""
+
+    order_id: int
+
+
 class Noop(eventbus.Job):
     def handle(self) -> None:
         pass

@@ -52,9 +52,13 @@ STEPS: list[tuple[str, Callable[[str, str], bool]]] = [
     ("start-up (imports, configure, connect)", lambda f, fn: fn in {"_find_and_load", "<module>"}
      and not f.endswith("eventbus/__main__.py")),
     ("job handle(): its INCR round trip", lambda f, fn: "peer_jobs" in f and fn == "handle"),
-    ("pop (reserve script)", lambda f, fn: f.endswith("queue/redis.py") and fn == "pop"),
-    ("wait for work (blocking pop on :notify)", lambda f, fn: f.endswith("queue/redis.py") and fn == "wait"),
-    ("delete (acknowledge script)", lambda f, fn: f.endswith("queue/redis.py") and fn in {"delete_reserved", "delete"}),
+    ("reserve + acknowledge (one script per batch)", lambda f, fn: f.endswith("queue/redis.py")
+     and fn in {"pop", "reserve"}),
+    ("wait for work (blocking pop on :notify, reservation in the same reply)",
+     lambda f, fn: f.endswith("queue/redis.py") and fn in {"wait", "wait_and_reserve"}),
+    ("delete (acknowledge script, when not batched)", lambda f, fn: f.endswith("queue/redis.py")
+     and fn in {"delete_reserved", "delete"}),
+    ("prefetch bookkeeping (held jobs, deadlines)", lambda f, fn: f.endswith("eventbus/prefetch.py")),
     ("worker signals check (restart/pause keys)", lambda f, fn: f.endswith("queue/redis.py") and fn == "signals"),
     ("event emission (JobProcessing/JobProcessed/Looping)", lambda f, fn: f.endswith("eventbus/dispatcher.py")
      or f.endswith("eventbus/events.py")),

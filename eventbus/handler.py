@@ -37,7 +37,11 @@ class CallQueuedHandler:
             lock = job.payload().unique
             if lock is not None and lock["untilProcessing"]:
                 unique.release(lock, job.uuid)  # another one may be queued while this one runs
-            run_through(command, middleware_for(command, settings().middleware), run_command)
+            middleware = middleware_for(command, settings().middleware)
+            if middleware:
+                run_through(command, middleware, run_command)
+            else:  # no middleware: the pipeline would only call handle()
+                aio.resolve(run_command(command))
             if lock is not None and not job.released:
                 unique.release(lock, job.uuid)
 

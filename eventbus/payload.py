@@ -47,6 +47,10 @@ def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
+#: Built once: ``json.loads`` with an option builds a decoder per call (one per job here).
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
 def parse_document(text: str | bytes) -> dict[str, Any]:
     """Parse a payload body as a JSON object, or raise :class:`DeserializationError`.
 
@@ -54,7 +58,7 @@ def parse_document(text: str | bytes) -> dict[str, Any]:
     that are not UTF-8, and nesting deep enough to exhaust the interpreter's stack.
     """
     try:
-        doc = json.loads(text, parse_constant=_refuse_constant)
+        doc = _DECODER.decode(text) if isinstance(text, str) else json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
         raise DeserializationError("payload is nested too deeply to read") from None
     except (ValueError, UnicodeError) as exc:

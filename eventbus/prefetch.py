@@ -62,6 +62,9 @@ class Prefetcher:
         self._average_s: float | None = None
         self._lock = threading.Lock()
         self._last_batch = 1
+        #: At most the earliest deadline in hand (kept low as jobs come in, made exact when checked).
+        self._floor = float("inf")
+        self._queues: tuple[str, ...] = ()
 
     # -- what the worker calls ------------------------------------------------------------------
     def next_job(self, queues: Sequence[str], cap: int = 0, *, fill: bool = False) -> QueueJob | None:
@@ -72,16 +75,22 @@ class Prefetcher:
         starts at once. Held jobs of a queue no longer in ``queues`` (paused meanwhile) are given
         back first.
         """
-        if self.held and any(job.queue_name not in queues for job in self.held):
-            self.give_back([job for job in self.held if job.queue_name not in queues])
+        if tuple(queues) != self._queues:  # a queue was paused (or resumed) since the last turn
+            self._queues = tuple(queues)
+            if any(job.queue_name not in queues for job in self.held):
+                self.give_back([job for job in self.held if job.queue_name not in queues])
         while self.held:
             job = self.held.popleft()
-            if self._renewed(job):
-                return job
+            try:
+                if self._renewed(job):
+                    return job
+            except ConnectionUnavailableError:
+                self.held.appendleft(job)  # still ours: the worker asks again when it answers
+                raise
         for name in queues:
             reserved = self._request(name, min(cap, self.limit) if fill and cap else self._batch_size(cap))
             if reserved.jobs:
-                self.held.extend(reserved.jobs[1:])
+                self._hold(reserved.jobs[1:])
                 return reserved.jobs[0]
         self.flush()
         return None
@@ -90,7 +99,11 @@ class Prefetcher:
         """Wait for work; a driver that reserves as the wait ends hands the jobs over here."""
         reserved = self.queue.wait_and_reserve(queues, timeout, self._batch_size(cap))
         if reserved is not None:
-            self.held.extend(reserved.jobs)
+            self._hold(reserved.jobs)
+
+    def _hold(self, jobs: Sequence[QueueJob]) -> None:
+        self.held.extend(jobs)
+        self._floor = min([self._floor, *(job.reserved_until for job in jobs[:1])])
 
     def defer(self, job: QueueJob) -> None:
         """``QueueJob.defer_delete``: the job succeeded; delete it with the next request (called
@@ -150,8 +163,12 @@ class Prefetcher:
         reserved until their delete goes out) lasts its whole run, renewed here if not. False
         when it was lost meanwhile (another worker has it now)."""
         now = time.monotonic()
-        if now + self.retry_after_s / 2 < min(job.reserved_until, self._earliest()):
+        halfway = now + self.retry_after_s / 2
+        if halfway < min(job.reserved_until, self._floor):
             return True  # nothing in hand is even half way to its deadline: the common case
+        self._floor = self._earliest()
+        if halfway < min(job.reserved_until, self._floor):
+            return True
         try:
             needed = now + self.needs(job) + min(MARGIN_S, self.retry_after_s / 10)
         except Exception:  # an unreadable payload: processing fails it, without running it

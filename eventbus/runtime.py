@@ -85,6 +85,9 @@ def configure(
 def settings() -> Settings:
     """The current settings; built from the environment on first use if never configured."""
     global _settings
+    current = _settings  # built already (every call but the first): no lock needed to read it
+    if current is not None:
+        return current
     with _lock:
         if _settings is not None:
             return _settings
@@ -205,11 +208,21 @@ def forget_around_jobs(scope: JobScope) -> None:
             _job_scopes.remove(scope)
 
 
-@contextlib.contextmanager
-def job_scope() -> Iterator[None]:
-    """Every :func:`around_jobs` scope, outermost first; they are left in reverse order."""
+def job_scope() -> contextlib.AbstractContextManager[None]:
+    """Every :func:`around_jobs` scope, outermost first; they are left in reverse order (nothing
+    at all, at no cost, when no integration registered one)."""
+    if not _job_scopes:
+        return _NO_SCOPE
     with _lock:
         scopes = list(_job_scopes)
+    return _stacked(scopes)
+
+
+_NO_SCOPE = contextlib.nullcontext()
+
+
+@contextlib.contextmanager
+def _stacked(scopes: list[Callable[[], contextlib.AbstractContextManager[Any]]]) -> Iterator[None]:
     with contextlib.ExitStack() as stack:
         for scope in scopes:
             stack.enter_context(scope())

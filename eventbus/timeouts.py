@@ -23,6 +23,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from types import FrameType
+from typing import Any
 
 from eventbus.errors import ConfigurationError, JobTimeoutError
 
@@ -36,6 +37,8 @@ def can_interrupt() -> bool:
 
 #: What the armed alarm interrupts: (what, seconds), or None when nothing is armed.
 _armed: tuple[str, float] | None = None
+#: A worker installed the handler for its whole run (:func:`alarm_handler`).
+_installed = False
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
@@ -45,27 +48,61 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 
 
 @contextlib.contextmanager
-def interrupt_after(seconds: float | None, what: str = "job") -> Iterator[None]:
-    """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``.
+def alarm_handler() -> Iterator[None]:
+    """Keep the timeout's SIGALRM handler installed for a worker's whole run (restored after).
 
-    The handler is installed once and stays (it does nothing while no alarm is armed), so a job
-    costs two ``setitimer`` calls, not two handler swaps; code that installs its own SIGALRM
-    handler inside a job gets ours back at the next job.
+    Each job then costs two ``setitimer`` calls instead of two handler swaps as well. A job that
+    installs a SIGALRM handler of its own replaces the interrupt: the watchdog ends it after its
+    grace instead.
     """
-    global _armed
-    if not seconds or seconds <= 0 or not can_interrupt():
+    global _installed
+    if not can_interrupt():
         yield
         return
-    if signal.getsignal(signal.SIGALRM) is not _on_alarm:
-        signal.signal(signal.SIGALRM, _on_alarm)
-    outer = _armed
-    _armed = (what, seconds)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    previous = signal.signal(signal.SIGALRM, _on_alarm)
+    _installed = True
     try:
         yield
     finally:
+        _installed = False
+        signal.signal(signal.SIGALRM, previous)
+
+
+def interrupt_after(seconds: float | None, what: str = "job") -> contextlib.AbstractContextManager[None]:
+    """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``."""
+    if not seconds or seconds <= 0 or not can_interrupt():
+        return _NOTHING
+    return _Alarm(seconds, what)
+
+
+_NOTHING = contextlib.nullcontext()
+
+
+class _Alarm:
+    """The armed alarm of :func:`interrupt_after` (a plain context manager: one per job)."""
+
+    __slots__ = ("seconds", "what", "outer", "previous", "swapped")
+
+    def __init__(self, seconds: float, what: str) -> None:
+        self.seconds, self.what = seconds, what
+        self.outer: tuple[str, float] | None = None
+        self.previous: Any = None
+        self.swapped = False
+
+    def __enter__(self) -> None:
+        global _armed
+        self.swapped = not _installed
+        if self.swapped:
+            self.previous = signal.signal(signal.SIGALRM, _on_alarm)
+        self.outer, _armed = _armed, (self.what, self.seconds)
+        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+
+    def __exit__(self, *exc: object) -> None:
+        global _armed
         signal.setitimer(signal.ITIMER_REAL, 0)
-        _armed = outer
+        _armed = self.outer
+        if self.swapped:
+            signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
 
 
 def grace_s() -> float:

@@ -18,10 +18,9 @@ time it was not given to run.
 
 from __future__ import annotations
 
-import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from eventbus.queue.base import QueueJob
 
@@ -64,16 +63,9 @@ class Watchdog:
         with self._lock:
             self._current, self._deadline = job, None
 
-    @contextlib.contextmanager
-    def watching(self, timeout: float) -> Iterator[None]:
+    def watching(self, timeout: float) -> _Watching:
         """The job's own code runs: give up on it ``timeout`` + grace from now (0: never)."""
-        with self._lock:
-            outer, self._deadline = self._deadline, self._deadline_after(timeout)
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._deadline = outer
+        return _Watching(self, timeout)
 
     def halt_if_given_up(self) -> None:
         """Once the watchdog has given up on a job, wait for it to end the process."""
@@ -104,3 +96,24 @@ class Watchdog:
                 return None
             self._given_up = True
             return self._current
+
+
+class _Watching:
+    """:meth:`Watchdog.watching` as a plain context manager (it is entered twice per job)."""
+
+    __slots__ = ("watchdog", "timeout", "outer")
+
+    def __init__(self, watchdog: Watchdog, timeout: float) -> None:
+        self.watchdog = watchdog
+        self.timeout = timeout
+        self.outer: float | None = None
+
+    def __enter__(self) -> None:
+        w = self.watchdog
+        with w._lock:
+            self.outer, w._deadline = w._deadline, w._deadline_after(self.timeout)
+
+    def __exit__(self, *exc: object) -> None:
+        w = self.watchdog
+        with w._lock:
+            w._deadline = self.outer

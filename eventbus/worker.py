@@ -62,7 +62,7 @@ from eventbus.processing import (
 from eventbus.concurrency import ConcurrentRunner
 from eventbus.prefetch import Prefetcher
 from eventbus.queue.base import Queue, QueueJob
-from eventbus.timeouts import DEFAULT_GRACE_S, GRACE_ENV, timeout_conflict
+from eventbus.timeouts import DEFAULT_GRACE_S, GRACE_ENV, alarm_handler, timeout_conflict
 from eventbus.watchdog import Watchdog
 
 log = logging.getLogger(__name__)
@@ -194,7 +194,8 @@ class Worker:
         self.observer.worker_started(self)
         status = EXIT_ERROR
         try:
-            status = self._loop()
+            with alarm_handler():
+                status = self._loop()
             self._watchdog.halt_if_given_up()
             return status
         finally:

@@ -61,6 +61,17 @@ class UrlOptions:
             raise self.error(f"{name} must be a number of seconds above 0, not {value!r}")
         return seconds
 
+    def whole_number(self, name: str, default: int, *, low: int, high: int) -> int:
+        """An integer option from ``low`` to ``high``; anything else (``0``, ``2.5``, ``ten``) is the error."""
+        value = self.values.get(name)
+        if value is None:
+            return default
+        # ASCII digits only: no sign, space, "1_0", "²" or other characters int() might take or choke on
+        number = int(value) if value.isascii() and value.isdigit() else low - 1
+        if not low <= number <= high:
+            raise self.error(f"{name} must be a whole number from {low} to {high}, not {value!r}")
+        return number
+
     def choice(self, name: str, choices: tuple[str, ...]) -> str:
         value = self.values.get(name, choices[0])
         if value not in choices:

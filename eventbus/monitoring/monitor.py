@@ -85,7 +85,9 @@ class WorkerMonitor(WorkerObserver):
         self.paused = pausing.PausedQueues(store, connection)
         self.info: WorkerInfo | None = None
         self._lock = threading.Lock()
-        self._recent: collections.deque[FinishedJob] = collections.deque(maxlen=RECENT_PER_WORKER)
+        #: (job, name, status, runtime, wait, finished at, worker) of the latest attempts.
+        self._recent: collections.deque[tuple[QueueJob, str, str, float, float | None, float, str]] = \
+            collections.deque(maxlen=RECENT_PER_WORKER)
         self._recent_version = 0
         self._written_version = 0
         self._job_started_at = 0.0
@@ -122,11 +124,10 @@ class WorkerMonitor(WorkerObserver):
         if job.attempts <= 1:
             pushed = pushed_at(job)
             wait_s = max(self._job_started_at - pushed, 0.0) if pushed else None
-        self.recorder.record(job.queue_name, name, status, runtime_s, wait_s)
-        finished = FinishedJob(uuid=job.uuid, name=name, queue=job.queue_name, status=status,
-                               attempt=job.attempts, runtime_s=runtime_s, wait_s=wait_s,
-                               finished_at=time.time(), worker=worker.options.name,
-                               connection=self.connection)
+        now = time.time()
+        self.recorder.record(job.queue_name, name, status, runtime_s, wait_s, at=now)
+        # the raw facts only: the heartbeat thread builds the FinishedJob entries it writes
+        finished = (job, name, status, runtime_s, wait_s, now, worker.options.name)
         with self._lock:
             self._recent.appendleft(finished)
             self._recent_version += 1
@@ -164,7 +165,14 @@ class WorkerMonitor(WorkerObserver):
             info = dataclasses.replace(info, status=status, last_heartbeat=time.time(), job=current,
                                        processed=self._processed, failed=self._failed)
             changed = self._recent_version != self._written_version
-            return info, list(self._recent) if changed else None, self._recent_version
+            recent = list(self._recent) if changed else None
+            version = self._recent_version
+        entries = None if recent is None else [
+            FinishedJob(uuid=job.uuid, name=name, queue=job.queue_name, status=outcome, attempt=job.attempts,
+                        runtime_s=runtime_s, wait_s=wait_s, finished_at=at, worker=worker_name,
+                        connection=self.connection)
+            for job, name, outcome, runtime_s, wait_s, at, worker_name in recent]
+        return info, entries, version
 
     def _report(self, worker: Worker) -> None:
         flushed_at = time.monotonic()

@@ -4,6 +4,10 @@ A route or an address with a comma in it (``victim@x.test, attacker@y.test``) wo
 reach every address it lists, because the SMTP envelope is read back from the headers. So each
 entry is parsed on its own with the same header grammar the message is written with, and refused
 unless it is one ``local@domain`` address, with no group and nothing left over.
+
+Most entries are a bare ``local@domain`` of letters, digits and the few symbols an atom allows;
+those match :data:`_BARE` and are split at the ``@`` without running the header parser (a
+tenth of its cost), which would have found the same two parts. Everything else is parsed.
 """
 
 from __future__ import annotations
@@ -18,6 +22,10 @@ from notifications.errors import InvalidAddressError
 _headers = HeaderRegistry()
 _DOMAIN = re.compile(r"^(?:[^\s.\[\]@]+(?:\.[^\s.\[\]@]+)*|\[[0-9A-Fa-f:.]+\])$")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# RFC 5322 dot-atom local part @ a dot-separated host name: what the parser reads as exactly
+# that addr-spec. "=?" (an encoded word to the parser) is left to the parser.
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_BARE = re.compile(rf"(?!.*=\?)({_ATOM}(?:\.{_ATOM})*)@([A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*)")
 
 Pair = tuple[str, "str | None"]
 
@@ -29,12 +37,25 @@ def _invalid(field: str, value: object, hint: str = ONE_ADDRESS) -> InvalidAddre
     return InvalidAddressError(f"invalid mail address in {field}: {value!r} ({hint})", field=field)
 
 
+def is_bare(entry: str) -> bool:
+    """Is ``entry`` a bare ``local@domain`` that the header parser reads as exactly that addr-spec?"""
+    return _BARE.fullmatch(entry) is not None
+
+
 def parse_address(entry: str, field: str, name: str | None = None) -> Address:
     """One address from ``entry`` (``ada@x.test`` or ``Ada <ada@x.test>``); ``name`` overrides its name."""
     if not isinstance(entry, str) or _CONTROL.search(entry):
         raise _invalid(field, entry)
     if name is not None and _CONTROL.search(str(name)):
         raise _invalid(field, name, "a display name cannot contain line breaks or control characters")
+    bare = _BARE.fullmatch(entry)
+    if bare:
+        return Address(display_name=str(name) if name is not None else "", username=bare[1], domain=bare[2])
+    return parse_with_grammar(entry, field, name)
+
+
+def parse_with_grammar(entry: str, field: str, name: str | None = None) -> Address:
+    """:func:`parse_address` by the header parser alone (it takes this way for all but bare addresses)."""
     try:
         header = _headers("to", entry)
         groups, defects = cast(AddressHeader, header).groups, header.defects

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import email
 import email.policy
 import http.server
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
-from aiosmtpd.smtp import AuthResult, LoginPassword
+from aiosmtpd.smtp import SMTP, AuthResult, LoginPassword
 
 from notifications import channels
 
@@ -29,21 +30,88 @@ def free_port() -> int:
 
 
 class Inbox:
-    """What the SMTP server received: envelopes and parsed messages."""
+    """What the SMTP server received: envelopes and parsed messages, and the connections it had."""
 
     def __init__(self) -> None:
         self.envelopes: list[Any] = []
         self.sessions: set[int] = set()
+        self.session_of: list[int] = []  # the session (connection) each envelope came on
+        self.connections: list[SMTP] = []  # every connection accepted, open or closed
+        self.most_open = 0  # the most connections open at one moment
+        self.loop: Any = None
+        self.refused: set[str] = set()  # recipients answered with 550
+        self.data_delay_s = 0.0  # how long the server takes to accept a message
+
+    async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:
+        if address in self.refused:
+            return "550 5.1.1 No such user here"
+        envelope.rcpt_tos.append(address)
+        envelope.rcpt_options.extend(options)
+        return "250 OK"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
+        if self.data_delay_s:
+            await asyncio.sleep(self.data_delay_s)
         self.envelopes.append(envelope)
         self.sessions.add(id(session))
+        self.session_of.append(id(session))
         return "250 Message accepted"
 
     @property
     def messages(self) -> list[email.message.EmailMessage]:
         return [email.message_from_bytes(e.original_content, policy=email.policy.default)  # type: ignore[misc]
                 for e in self.envelopes]
+
+    @property
+    def open_connections(self) -> int:
+        return sum(1 for c in self.connections if c.transport is not None)
+
+    def drop_connections(self, saying: bytes = b"") -> None:
+        """Close every open connection from the server's side, as an idle timeout would (some
+        servers say ``421`` first)."""
+        done = threading.Event()
+
+        def drop() -> None:
+            for connection in self.connections:
+                if connection.transport is not None:
+                    connection.transport.write(saying)
+                    connection.transport.close()
+            done.set()
+
+        self.loop.call_soon_threadsafe(drop)
+        assert done.wait(5)
+
+    def forget_connections(self) -> None:
+        self.connections, self.most_open = [], 0
+
+
+class CountingSMTP(SMTP):
+    """aiosmtpd's SMTP, telling the inbox about each connection it accepts."""
+
+    def __init__(self, inbox: Inbox, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.inbox = inbox
+
+    def connection_made(self, transport: Any) -> None:
+        super().connection_made(transport)
+        self.inbox.connections.append(self)
+        self.inbox.most_open = max(self.inbox.most_open, self.inbox.open_connections)
+
+
+class InboxController(Controller):
+    """A Controller whose connections the inbox counts (not counting the start-up probe)."""
+
+    def __init__(self, inbox: Inbox, **kwargs: Any) -> None:
+        super().__init__(inbox, **kwargs)
+        self.inbox = inbox
+
+    def factory(self) -> SMTP:
+        return CountingSMTP(self.inbox, self.handler, **self.SMTP_kwargs)
+
+    def start(self) -> None:
+        super().start()
+        self.inbox.loop = self.loop
+        self.inbox.forget_connections()  # start() made one to check the server answers
 
 
 def forget_channels() -> None:
@@ -63,7 +131,7 @@ def fresh_channels() -> Iterator[None]:
 def smtp_server() -> Iterator[tuple[Inbox, int]]:
     inbox = Inbox()
     port = free_port()
-    controller = Controller(inbox, hostname="127.0.0.1", port=port)
+    controller = InboxController(inbox, hostname="127.0.0.1", port=port)
     controller.start()
     yield inbox, port
     controller.stop()

@@ -148,7 +148,7 @@ def test_connection_is_reused_across_messages_and_reopened_after_a_drop(smtp_ser
         for _ in range(3):
             loop.run_until_complete(channel.send(user, Welcome("Ada")))
         assert transport.connections_opened == 1 and len(inbox.sessions) == 1
-        loop.run_until_complete(transport.close_loop(id(loop)))
+        loop.run_until_complete(transport.aclose())
         loop.run_until_complete(channel.send(user, Welcome("Ada")))
         assert transport.connections_opened == 2 and len(inbox.envelopes) == 4
         off = transport_from_url(f"smtp://127.0.0.1:{port}?reuse=0")
@@ -156,7 +156,7 @@ def test_connection_is_reused_across_messages_and_reopened_after_a_drop(smtp_ser
         for _ in range(2):
             loop.run_until_complete(MailChannel(off).send(user, Welcome("Ada")))
         assert off.connections_opened == 2
-        loop.run_until_complete(transport.close_loop(id(loop)))
+        loop.run_until_complete(transport.aclose())
     finally:
         loop.close()
 

@@ -1,4 +1,5 @@
-"""SendQueuedNotifications in a real worker: what a provider's answer does to the queued job.
+"""SendQueuedNotifications in a real worker: what a provider's answer does to the queued job, and
+queued mail sent by a worker running jobs concurrently.
 
 A 429 or 503 with Retry-After releases the job for that long (not the notification's backoff);
 any other 4xx fails it at once, without spending the remaining tries.
@@ -58,3 +59,20 @@ def test_a_client_error_fails_the_job_at_once(
     [record] = eventbus.failed_store().all()
     assert "Reminder via sms" in record.display_name and "21211" in record.summary
     assert eventbus.connection().size("default") == 0
+
+
+def test_a_concurrent_worker_sends_queued_mail_at_once_over_the_pool(
+        use_redis: redis.Redis, start_worker: Any, smtp_server: tuple) -> None:
+    from notifications_tests.mail_app import Receipt, Shopper
+
+    inbox, port = smtp_server
+    inbox.data_delay_s = 0.05  # the server takes a while over each mail, so the sends overlap
+    for i in range(30):
+        Shopper(i, f"s{i}@example.com").notify(Receipt(i))
+    worker = start_worker("--app", "notifications_tests.mail_app", "--concurrency", "10", "--sleep", "0.05",
+                          "--stop-when-empty", env={"EVENTBUS_MAIL_URL": f"smtp://127.0.0.1:{port}?pool=4"})
+    assert worker.wait() == 0, worker.output()
+
+    assert sorted(int(m["Subject"].split()[1]) for m in inbox.messages) == list(range(30))  # each once
+    assert inbox.most_open == len(inbox.connections) == 4  # all four at once, none replaced
+    assert eventbus.connection().size("default") == 0 and eventbus.failed_store().all() == []
