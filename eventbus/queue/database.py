@@ -268,18 +268,22 @@ class DatabaseQueue(Queue):
             conn.execute(stmt, rows)
 
     def _insert_postgresql(self, name: str, rows: list[dict[str, Any]]) -> None:
-        """One INSERT (of many rows: ... SELECT FROM unnest(arrays), four parameters however many
-        rows, in their order) that sends NOTIFY when it added a row, straight on the driver."""
+        run_driver_sql(self.push_engine, *self.postgresql_push(name, rows))
+
+    def postgresql_push(self, name: str, rows: list[dict[str, Any]]) -> tuple[str, dict[str, Any]]:
+        """PostgreSQL's push of ``rows`` (from ``_row``) to queue ``name``: the statement, in the
+        driver's parameter style, and its parameters. One INSERT that sends NOTIFY when it added a
+        row; many rows go as four arrays (``... SELECT FROM unnest(...)``, in their order), one row
+        as plain parameters. An async push runs the same statement on its own connection."""
         if len(rows) == 1:
             [row] = rows
-            params = {"queue": name, "channel": NOTIFY_CHANNEL, "uuid": row["uuid"], "payload": row["payload"],
-                      "attempts": row["attempts"], "delay": float(row["delay"])}
-            run_driver_sql(self.push_engine, self._pg_insert_one, params)
-            return
-        params = {"queue": name, "channel": NOTIFY_CHANNEL,
-                  "uuids": [r["uuid"] for r in rows], "payloads": [r["payload"] for r in rows],
-                  "attempts": [r["attempts"] for r in rows], "delays": [float(r["delay"]) for r in rows]}
-        run_driver_sql(self.push_engine, self._pg_insert, params)
+            return self._pg_insert_one, {"queue": name, "channel": NOTIFY_CHANNEL, "uuid": row["uuid"],
+                                         "payload": row["payload"], "attempts": row["attempts"],
+                                         "delay": float(row["delay"])}
+        return self._pg_insert, {"queue": name, "channel": NOTIFY_CHANNEL,
+                                 "uuids": [r["uuid"] for r in rows], "payloads": [r["payload"] for r in rows],
+                                 "attempts": [r["attempts"] for r in rows],
+                                 "delays": [float(r["delay"]) for r in rows]}
 
     def push(self, payload: Payload, queue: str | None = None) -> str:
         row = self._row(payload.to_json(), 0.0, payload)
