@@ -9,11 +9,13 @@ but the push itself is awaited through the driver's ``apush``/``alater``/``abulk
 
 - **redis**: ``redis.asyncio`` on the running loop, one client per loop, no thread
   (:mod:`eventbus.queue.redis_async`);
-- **every other driver** (database, beanstalkd, SQS): the driver's sync push on a worker thread,
-  :meth:`Queue.apush <eventbus.queue.base.Queue.apush>`'s default. For SQL that is a decision,
-  not a gap: SQLAlchemy's async engine needs greenlet, which is not a dependency, and SQLite and
-  MySQL would need async drivers that are not either; a thread hop costs far less than the
-  INSERT's own commit.
+- **database on PostgreSQL** (psycopg): psycopg's own async connection, one per loop
+  (:mod:`eventbus.queue.database_async`);
+- **every other driver** (SQLite, MariaDB/MySQL, beanstalkd, SQS): the driver's sync push on a
+  worker thread, :meth:`Queue.apush <eventbus.queue.base.Queue.apush>`'s default. For SQL that is
+  a decision, not a gap: SQLAlchemy's async engine needs greenlet, which is not a dependency, and
+  SQLite and MySQL would need async drivers that are not either; a thread hop costs far less than
+  the INSERT's own commit.
 
 Steps that are synchronous by nature run on a worker thread as well, so the loop never waits on
 them: a fake's or interceptor's check (interceptors are plain callables, and may be slow), a

@@ -278,7 +278,7 @@ def test_the_payload_carries_the_trace_context(use_redis: redis.Redis, monkeypat
 
 @pytest.mark.integration
 @pytest.mark.parametrize("database", ["sqlite", "postgres"])
-def test_a_database_connection_pushes_on_a_worker_thread(database: str, tmp_path: Any) -> None:
+def test_sqlite_pushes_on_a_worker_thread_and_postgresql_on_the_loop(database: str, tmp_path: Any) -> None:
     url = PG_URL if database == "postgres" else f"sqlite:///{tmp_path}/jobs.sqlite3"
     if database == "postgres" and database_reason(PG_URL):
         pytest.skip(database_reason(PG_URL) or "")
@@ -288,11 +288,41 @@ def test_a_database_connection_pushes_on_a_worker_thread(database: str, tmp_path
     queue = eventbus.connection()
     queue.clear("async")
 
-    async def app() -> tuple[list[str], set[str]]:
+    async def app() -> tuple[list[str], str, set[str]]:
         uuids, _, appeared = await ticking_while(eventbus.adispatch_many([Ping(1), Ping(2)], queue="async"))
-        return uuids, appeared
+        one, _, more = await ticking_while(eventbus.adispatch(Ping(3), queue="async"))
+        return uuids, str(one), appeared | more
 
-    uuids, appeared = asyncio.run(app())
-    assert len(uuids) == 2 and queue.size("async") == 2
-    assert any(name.startswith("asyncio_") for name in appeared)  # Queue.apush's default: to_thread
+    uuids, one, appeared = asyncio.run(app())
+    assert len(uuids) == 2 and queue.size("async") == 3
+    threads = any(name.startswith("asyncio_") for name in appeared)
+    # SQLite: Queue.apush's default, a worker thread; PostgreSQL: psycopg's async connection
+    assert threads is (database == "sqlite")
+    assert sorted(json.loads(raw)["uuid"] for raw in queue.peek("async")) == sorted([*uuids, one])
+    queue.clear("async")
+
+
+@pytest.mark.integration
+def test_an_async_postgresql_push_survives_a_terminated_connection() -> None:
+    if database_reason(PG_URL):
+        pytest.skip(database_reason(PG_URL) or "")
+    import psycopg
+
+    from eventbus.queue.database_async import conninfo
+
+    eventbus.configure(default="database", connections={"database": {"driver": "database", "url": PG_URL,
+                                                                      "table": "jobs_async_push"}})
+    queue = eventbus.connection()
+    queue.clear("async")
+
+    async def app() -> None:
+        await eventbus.adispatch(Ping(1), queue="async")
+        with psycopg.connect(conninfo(PG_URL), autocommit=True) as admin:  # end the loop's connection
+            admin.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                          "WHERE datname = current_database() AND pid <> pg_backend_pid() "
+                          "AND query LIKE '%jobs_async_push%' AND state = 'idle'")
+        await eventbus.adispatch(Ping(2), queue="async")  # sent again on a fresh connection
+
+    asyncio.run(app())
+    assert queue.size("async") == 2
     queue.clear("async")

@@ -26,18 +26,21 @@ wake at once instead of after ``--sleep``.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import os
 import threading
 import time
 import uuid
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import mysql
 
 from eventbus.payload import Payload, attempts_of
+from eventbus.queue import database_async
+from eventbus.queue.database_async import AsyncPostgresPusher
 from eventbus.queue.base import (
     Queue,
     QueueJob,
@@ -306,6 +309,42 @@ class DatabaseQueue(Queue):
         for start in range(0, len(rows), BULK_CHUNK):
             self._insert(queue, rows[start:start + BULK_CHUNK])
         return [str(r["uuid"]) for r in rows]
+
+    # -- pushing from an event loop --------------------------------------------------------------
+    @functools.cached_property
+    def _async_pusher(self) -> AsyncPostgresPusher | None:
+        """PostgreSQL through psycopg pushes natively from a loop (:mod:`database_async`); other
+        databases take :meth:`Queue.apush`'s worker thread."""
+        return AsyncPostgresPusher(self.url) if database_async.supports(self.url) else None
+
+    async def apush(self, payload: Payload, queue: str | None = None) -> str:
+        return await self._apush_rows(queue, [self._row(payload.to_json(), 0.0, payload)],
+                                      lambda: super(DatabaseQueue, self).apush(payload, queue))
+
+    async def alater(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
+        row = self._row(payload.to_json(), delay_seconds(delay), payload)
+        return await self._apush_rows(queue, [row], lambda: super(DatabaseQueue, self).alater(delay, payload, queue))
+
+    async def abulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
+        items = list(payloads)
+        if self._async_pusher is None:
+            return await super().abulk(items, queue)
+        rows = [self._row(p.to_json(), 0.0, p) for p in items]
+        for start in range(0, len(rows), BULK_CHUNK):
+            await self._apush_rows(queue, rows[start:start + BULK_CHUNK], None)
+        return [str(r["uuid"]) for r in rows]
+
+    async def _apush_rows(self, queue: str | None, rows: list[dict[str, Any]],
+                          fallback: Callable[[], Awaitable[str]] | None) -> str:
+        pusher = self._async_pusher
+        if pusher is None and fallback is not None:
+            return await fallback()
+        assert pusher is not None
+        if not self._ready:  # the first push of the process creates the tables (sync, once)
+            await asyncio.to_thread(self._guard, "push", lambda: None)
+        statement, params = self.postgresql_push(self.queue_name(queue), rows)
+        await pusher.insert(statement, params)
+        return str(rows[0]["uuid"])
 
     # -- popping ------------------------------------------------------------------------------
     def _available(self, name: str) -> Any:

@@ -21,7 +21,6 @@ statement).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -77,24 +76,24 @@ class _LoopConnection:
 
 
 class AsyncPostgresPusher:
-    """The async pushes of one PostgreSQL connection (``statement`` is the driver's INSERT)."""
+    """The async pushes of one PostgreSQL connection: the statements the sync driver builds
+    (:meth:`DatabaseQueue.postgresql_push`), sent on each loop's own connection."""
 
-    def __init__(self, url: str, statement: Callable[[], str]) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url
-        self.statement = statement
         dsn = conninfo(url)
         self.connections: PerLoop[_LoopConnection] = PerLoop(lambda: _LoopConnection(dsn),
                                                              lambda c: c.aclose())
 
-    async def insert(self, params: dict[str, Any]) -> None:
-        """Run the push statement with ``params``: again once on a fresh connection when the
+    async def insert(self, statement: str, params: dict[str, Any]) -> None:
+        """Run a push ``statement`` with ``params``: again once on a fresh connection when the
         first one was lost (idempotent by uuid), else ConnectionUnavailableError."""
         import psycopg
 
         for attempt in range(ATTEMPTS):
             connection = await self.connections.get()
             try:
-                await connection.execute(self.statement(), params)
+                await connection.execute(statement, params)
                 return
             except (psycopg.OperationalError, psycopg.InterfaceError, OSError) as exc:
                 if attempt == ATTEMPTS - 1:
