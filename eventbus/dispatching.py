@@ -85,9 +85,10 @@ def make_payload(command: Any, *, display_name: str | None = None,
                  chained: list[dict[str, Any]] | None = None,
                  unique: dict[str, Any] | None = None, batch_id: str | None = None,
                  chain_catch: list[dict[str, Any]] | None = None,
-                 chain_finally: list[dict[str, Any]] | None = None) -> Payload:
-    """Build the JSON payload for ``command`` from its state and options."""
-    name = command_name(command)
+                 chain_finally: list[dict[str, Any]] | None = None, name: str | None = None) -> Payload:
+    """Build the JSON payload for ``command`` from its state and options (``name``: its
+    registered name, when the caller looked it up already)."""
+    name = name or command_name(command)
     state = serializer.object_state(command)
     encoded = {k: serializer.encode(v, f"{type(command).__name__}.{k}") for k, v in state.items()}
     key = settings().key
@@ -383,8 +384,9 @@ def dispatch(job: Any, *, queue: str | None = None, delay: Delay | None = None,
     for the block to end without an exception (a unique job's lock is then taken at that time).
     """
     destination = Destination.of(job, queue=queue, delay=delay, connection=connection)
-    lock = unique.lock_for(job, command_name(job), destination.connection)
-    payload = make_payload(job, unique=lock)
+    name = command_name(job)
+    lock = unique.lock_for(job, name, destination.connection)
+    payload = make_payload(job, unique=lock, name=name)
     if holds_until_commit(job, after_commit):
         return push_after_commit(payload, destination, job)
     return push_unique(payload, destination, job)

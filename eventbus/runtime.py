@@ -104,6 +104,9 @@ def connection(name: str | None = None) -> Queue:
     """The queue object of the named (or default) connection, built once per process."""
     current = settings()
     name = name or current.default
+    queue = _queues.get(name)  # built already (every call but the first): no lock to read it
+    if queue is not None:
+        return queue
     with _lock:
         queue = _queues.get(name)
         if queue is None:
