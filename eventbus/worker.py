@@ -423,7 +423,7 @@ class Worker:
             finally:
                 self._waiting = False
         except _WakeUp:
-            self.queue.close()  # a blocking read was cut short: drop that connection
+            self.queue.abandon_wait()  # a blocking read was cut short: drop that connection
 
     # -- one job ------------------------------------------------------------------------------
     def run_job(self, job: QueueJob, *, watch: Watch | None = None) -> Outcome:

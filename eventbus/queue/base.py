@@ -367,6 +367,11 @@ class Queue(abc.ABC):
             jobs.append(popped)
         return Reserved(jobs, lost)
 
+    def abandon_wait(self) -> None:
+        """A blocking wait was cut short (a signal): drop the connection it was reading from, so
+        that no reply arrives on it later. Default: close everything (a later call reconnects)."""
+        self.close()
+
     def wait_and_reserve(self, queues: Sequence[str], timeout: float, limit: int) -> Reserved | None:
         """:meth:`wait`, and on a driver that can, reserve up to ``limit`` jobs in the same request
         when the wait ends (None: it did not; the caller reserves as usual)."""

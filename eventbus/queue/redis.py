@@ -470,6 +470,15 @@ class RedisQueue(Queue):
                 "persistence (appendonly no): a restart of the server loses every queued job. "
                 "Set appendonly yes with appendfsync everysec or always."]
 
+    def abandon_wait(self) -> None:
+        """Only the blocking connections: the command client may be in use by jobs running in
+        other threads (``--concurrency``)."""
+        if self._blocking_wire is not None:
+            self._blocking_wire.close()
+        if self._blocking_client is not None:
+            self._blocking_client.close()
+            self._blocking_client = None
+
     def close(self) -> None:
         self.redis.close()
         if self._wire is not None:
