@@ -224,9 +224,14 @@ def test_postgres_push_and_reserve_ride_out_a_terminated_connection() -> None:
             for engine in (queue.push_engine, queue.worker_engine)]  # each has one pooled connection
     for pid in pids:
         execute(queue, "SELECT pg_terminate_backend(:pid)", pid=pid)
-    with queue.engine.connect() as conn:
-        wait_for(lambda: not conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:p)"),
-                                          {"p": pids}).scalar(), timeout=5)
+
+    def still_there() -> int:
+        # a new transaction each time: pg_stat_activity is a snapshot taken once per transaction
+        with queue.engine.connect() as conn:
+            return int(conn.execute(sa.text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:p)"),
+                                    {"p": pids}).scalar() or 0)
+
+    wait_for(lambda: not still_there(), timeout=5)
     queue.push(payload(2))  # the dead connection is found, dropped, and the push sent once more
     got = queue.reserve(None, 5, acks=[first])
     assert [json.loads(job.raw)["data"]["command"]["n"] for job in got.jobs] == [2]
