@@ -46,7 +46,7 @@ def _floats(text: str) -> tuple[float, ...]:
 @click.option("--concurrency", type=click.IntRange(min=1), default=1, show_default=True,
               help="Jobs at once in each process: threads for sync jobs, one event loop for async ones.")
 @click.option("--prefetch", type=click.IntRange(min=1), default=DEFAULT_PREFETCH, show_default=True,
-              help="Most jobs reserved per request (Redis); fewer for slow jobs. 1: one at a time.")
+              help="Most jobs reserved per request (Redis, SQL); fewer for slow jobs. 1: one at a time.")
 @click.option("--quiet", "-q", is_flag=True, help="No line per job.")
 @click.option("--watch", is_flag=True,
               help="Restart when the app's files change (development; needs eventbus[watch]).")
