@@ -323,7 +323,8 @@ class DatabaseQueue(Queue):
 
     async def alater(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
         row = self._row(payload.to_json(), delay_seconds(delay), payload)
-        return await self._apush_rows(queue, [row], lambda: super(DatabaseQueue, self).alater(delay, payload, queue))
+        return await self._apush_rows(queue, [row],
+                                      lambda: super(DatabaseQueue, self).alater(delay, payload, queue))
 
     async def abulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
         items = list(payloads)
