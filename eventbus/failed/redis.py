@@ -22,7 +22,8 @@ from typing import Any, TypeVar
 from eventbus.errors import ConnectionUnavailableError, EventBusError
 from eventbus.failed.base import FailedJob, FailedJobStore, FailOutcome, alternative_record
 from eventbus.queue.base import QueueJob
-from eventbus.queue.redis import LOST_CONNECTION, RedisQueue, client_for, load_script
+from eventbus.queue.redis import RedisQueue, client_for, load_script
+from eventbus.queue.redis_errors import LOST_CONNECTION
 from eventbus.urls import redact_url
 
 T = TypeVar("T")

@@ -38,7 +38,6 @@ from typing import Any, TypeVar
 import redis
 from redis.backoff import NoBackoff
 from redis.cluster import RedisCluster
-from redis.exceptions import ClusterDownError
 from redis.retry import Retry
 
 from eventbus.errors import ConnectionUnavailableError
@@ -55,10 +54,10 @@ from eventbus.queue.base import (
 )
 from eventbus.queue.redis_async import AsyncPusher
 from eventbus.state.redis import RedisStateStore
+from eventbus.queue.redis_errors import LOST_CONNECTION, unavailable
 from eventbus.urls import redact_url
 
 T = TypeVar("T")
-LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError)
 BULK_CHUNK = 500
 #: Socket timeout of every command but the blocking wait: Redis answers in milliseconds, and an
 #: acknowledgement must give up on a stalled server long before a reservation expires.
@@ -167,11 +166,7 @@ class RedisQueue(Queue):
         try:
             return fn()
         except LOST_CONNECTION as exc:
-            raise ConnectionUnavailableError(
-                f"cannot reach Redis at {redact_url(self.url)} for connection "
-                f"{self.connection_name!r} ({action}): {exc}",
-                connection=self.connection_name,
-            ) from exc
+            raise unavailable(self.url, self.connection_name, action, exc) from exc
 
     def _idempotent(self, action: str, fn: Callable[[], T], attempts: int = 3) -> T:
         """Retry an idempotent call a few times across a lost connection."""

@@ -30,15 +30,13 @@ import redis.asyncio
 from redis.asyncio.cluster import RedisCluster
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
-from redis.exceptions import ClusterDownError
 
 from eventbus.aio import PerLoop
 from eventbus.errors import ConnectionUnavailableError
-from eventbus.urls import redact_url
+from eventbus.queue.redis_errors import LOST_CONNECTION, unavailable
 
 T = TypeVar("T")
 #: What counts as a lost connection (as for the sync driver): the push is sent again.
-LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError)
 #: Connections one loop's client opens at most; more concurrent pushes wait for a free one.
 MAX_CONNECTIONS = 32
 #: How often a push is sent across lost connections before it fails.
@@ -114,11 +112,7 @@ class AsyncPusher:
         try:
             return await call(await self.clients.get())
         except LOST_CONNECTION as exc:
-            raise ConnectionUnavailableError(
-                f"cannot reach Redis at {redact_url(self.url)} for connection "
-                f"{self.connection_name!r} ({action}): {exc}",
-                connection=self.connection_name,
-            ) from exc
+            raise unavailable(self.url, self.connection_name, action, exc) from exc
 
     async def _idempotent(self, action: str, call: Callable[[LoopClient], Awaitable[T]]) -> T:
         """Send an idempotent call again across a lost connection, a few times, backing off."""
