@@ -141,7 +141,7 @@ class RedisQueue(Queue):
         self._woken = False
         self._scripts = {
             name: load_script(self.redis, name)
-            for name in ("push", "push_many", "reserve", "delete", "release", "clear", "peek", "next_due",
+            for name in ("push", "push_many", "reserve", "delete", "release", "clear", "peek",
                          "count_exception", "uncount", "hold_failure", "fail")
         }
 
@@ -344,9 +344,9 @@ class RedisQueue(Queue):
             hint = self._due_hint.get(name)
             if hint is not None and now - hint[0] < DUE_HINT_S:
                 due = hint[1]
-            else:
-                keys = [self.key(name, "delayed"), self.key(name, "reserved")]
-                due = float(self._call("wait", lambda: self._scripts["next_due"](keys=keys)))
+            else:  # a reserve of nothing says it (and moves what is due meanwhile)
+                keys, args = self._reserve_args(name, 0, False)
+                due = float(self._call("wait", lambda: self._run("reserve", keys, args))[2])
             if due >= 0:
                 timeout = min(timeout, due)
         return timeout
