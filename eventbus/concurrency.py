@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 
 from eventbus import aio
 from eventbus.errors import JobTimeoutError
-from eventbus.processing import backoff_for, fail_job, max_tries_for
+from eventbus.monitoring.monitor import job_name
 from eventbus.queue.base import QueueJob
 
 if TYPE_CHECKING:
@@ -50,14 +50,14 @@ CHECK_INTERVAL_S = 0.1
 
 
 class InFlight:
-    """One job running in a thread: its deadline, and whether the worker gave up on it."""
+    """One job running in a thread, and whether the worker gave up on it."""
 
-    __slots__ = ("job", "deadline", "abandoned", "shared")
+    __slots__ = ("job", "abandoned", "shared")
 
     def __init__(self, job: QueueJob) -> None:
         self.job = job
-        self.deadline: float | None = None
         self.abandoned = False
+        #: While the job's own code runs: its deadline and whether it waits on the loop now.
         self.shared: aio.SharedLoop | None = None
 
 
@@ -141,14 +141,12 @@ class ConcurrentRunner:
         """The job's own code runs: its coroutines go to the loop with the job's deadline, and
         its deadline (timeout, and the grace for async code that ignores its cancellation) is
         watched from :meth:`_check_deadlines`."""
-        name = _name_of(entry.job)
-        with aio.on_shared_loop(self.loop, timeout, name) as shared:
+        with aio.on_shared_loop(self.loop, timeout, job_name(entry.job)) as shared:
             entry.shared = shared
-            entry.deadline = time.monotonic() + timeout if timeout > 0 else None
             try:
                 yield
             finally:
-                entry.deadline = None
+                entry.shared = None
 
     # -- the deadlines ---------------------------------------------------------------------------
     def _check_deadlines(self) -> None:
@@ -158,10 +156,11 @@ class ConcurrentRunner:
             with self._lock:
                 entries = list(self.running.values())
             for entry in entries:
-                deadline = entry.deadline
-                if deadline is None or entry.abandoned:
+                shared = entry.shared
+                if shared is None or shared.deadline is None or entry.abandoned:
                     continue
-                if now > deadline + (grace if _runs_on_loop(entry) else 0.0):
+                # code awaiting on the loop is cancelled at the deadline: it gets the grace to end
+                if now > shared.deadline + (grace if shared.awaiting > 0 else 0.0):
                     self._give_up_on(entry)
 
     def _give_up_on(self, entry: InFlight) -> None:
@@ -169,27 +168,8 @@ class ConcurrentRunner:
         takes no more jobs and ends its process once the others finished."""
         entry.abandoned = True
         job = entry.job
-        options = self.worker.options.process_options()
-        exc = JobTimeoutError(f"{_name_of(job)} ran past its timeout and could not be interrupted",
+        exc = JobTimeoutError(f"{job_name(job)} ran past its timeout and could not be interrupted",
                               job_uuid=job.uuid, queue=job.queue_name)
         log.error("%s; recording it and recycling this worker", exc)
-        try:
-            if job.payload().fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):
-                fail_job(job, exc, self.worker.collaborators)
-            else:
-                job.release(backoff_for(job, options))
-        except Exception:
-            log.exception("could not record the outcome of job %s", job.uuid)
+        self.worker.record_timed_out(job, exc)
         self.gave_up = True  # only now: the process may end as soon as the loop sees it
-
-
-def _runs_on_loop(entry: InFlight) -> bool:
-    """Whether the job's thread waits on the loop now (its code runs there as a coroutine)."""
-    return entry.shared is not None and entry.shared.awaiting > 0
-
-
-def _name_of(job: QueueJob) -> str:
-    try:
-        return job.payload().display_name
-    except Exception:
-        return "(unreadable payload)"

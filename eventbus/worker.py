@@ -503,24 +503,29 @@ class Worker:
     def _give_up_on(self, job: QueueJob) -> None:
         """Record the outcome of a job that would not stop, then end this process (the watchdog's
         thread; the loop takes no job meanwhile)."""
-        options = self.options.process_options()
         exc = JobTimeoutError(f"{self._name_of(job)} timed out and could not be interrupted",
                               job_uuid=job.uuid, queue=job.queue_name)
         try:
             self._settle()  # the main thread is stuck in the job: it touches none of these now
         except Exception:
             log.exception("could not settle the jobs held beside %s", job.uuid)
+        self.record_timed_out(job, exc)
+        sys.stderr.write(f"eventbus: {exc}; exiting so that a fresh worker takes over\n")
+        sys.stderr.flush()
+        os._exit(EXIT_ERROR)
+
+    def record_timed_out(self, job: QueueJob, exc: JobTimeoutError) -> None:
+        """The outcome of an attempt that ran past its timeout and could not be stopped: failed
+        when its tries are used up or it says ``fail_on_timeout``, else released with its
+        backoff. Never raises (the caller ends the process or stops taking jobs next)."""
+        options = self.options.process_options()
         try:
-            payload = job.payload()
-            if payload.fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):
+            if job.payload().fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):
                 fail_job(job, exc, self.collaborators)
             else:
                 job.release(backoff_for(job, options))
         except Exception:
             log.exception("could not record the outcome of job %s", job.uuid)
-        sys.stderr.write(f"eventbus: {exc}; exiting so that a fresh worker takes over\n")
-        sys.stderr.flush()
-        os._exit(EXIT_ERROR)
 
     # -- signals ------------------------------------------------------------------------------
     def _install_signals(self) -> dict[int, Any]:
