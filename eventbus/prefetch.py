@@ -173,12 +173,9 @@ class Prefetcher:
             needed = now + self.needs(job) + min(MARGIN_S, self.retry_after_s / 10)
         except Exception:  # an unreadable payload: processing fails it, without running it
             return True
-        same_queue = [j for j in self.held if j.queue_name == job.queue_name]
-        short = job.reserved_until < needed or any(j.reserved_until < needed for j in same_queue)
-        with self._lock:
-            finished = list(self.finished)
-        if not short and not any(j.reserved_until < needed for j in finished):
+        if min(job.reserved_until, self._floor) >= needed:  # _floor: exact since just above
             return True
+        same_queue = [j for j in self.held if j.queue_name == job.queue_name]
         reserved = self._request(job.queue_name, 0, renew=[job, *same_queue])
         if reserved.lost:
             log.warning("%d held jobs were taken over before they started; skipping them",
