@@ -78,6 +78,22 @@ def test_bulk_pushes_send_delayed_jobs_at_once_and_the_rest_at_the_end(use_redis
     assert q.size() == 2
 
 
+def test_bulk_pushes_send_what_they_hold_every_500_jobs(use_redis: redis.Redis) -> None:
+    q = eventbus.connection()
+    assert eventbus.dispatching.BULK_FLUSH_EVERY == 500
+    with eventbus.bulk_pushes():
+        for n in range(499):
+            jobs.Record(n).dispatch()
+        assert q.size() == 0
+        jobs.Record(499).dispatch()
+        assert q.size() == 500  # sent, so that a long block does not hold every payload to the end
+        jobs.Record(500).dispatch()
+        assert q.size() == 500
+    assert q.size() == 501
+    assert drain() == 0
+    assert traces(use_redis, "ran") == [str(n) for n in range(501)]
+
+
 def test_emit_many_pushes_queued_listeners_in_bulk(counted_redis: redis.Redis) -> None:
     @dataclasses.dataclass
     class Sold(Event):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
@@ -39,6 +40,16 @@ def test_payload_has_laravels_shape() -> None:
 def test_payload_round_trips() -> None:
     payload = make_payload(Podcast(7))
     assert Payload.from_json(payload.to_json()) == payload
+
+
+def test_the_fast_constructor_builds_what_the_dataclass_builds_and_refuses_a_missing_field() -> None:
+    built = make_payload(Podcast(7))  # through Payload.checked
+    again = Payload.from_dict(json.loads(built.to_json()))  # through Payload.checked
+    assert again == built == dataclasses.replace(built)  # the dataclass's own __init__
+    assert vars(built).keys() == vars(again).keys() == {f.name for f in dataclasses.fields(Payload)}
+    fields = {name: value for name, value in vars(built).items() if name != "headers"}
+    with pytest.raises(TypeError, match=r"missing \['headers'\]"):
+        Payload.checked(**fields)
 
 
 def test_retry_until_seconds_become_a_timestamp() -> None:
