@@ -68,7 +68,7 @@ STEPS: list[tuple[str, Callable[[str, str], bool]]] = [
     ("memory check", lambda f, fn: fn == "memory_mb"),
     ("rest of the handler", lambda f, fn: f.endswith("eventbus/handler.py")),
     ("rest of processing (attempt rules)", lambda f, fn: f.endswith("eventbus/processing.py")),
-    ("rest of the worker loop", lambda f, fn: f.endswith("eventbus/worker.py")),
+    ("rest of the worker loop", lambda f, fn: f.endswith(("eventbus/worker.py", "eventbus/worker_outcomes.py"))),
     ("other", lambda f, fn: True),
 ]
 

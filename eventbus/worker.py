@@ -20,11 +20,9 @@ server answering.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 import random
-import resource
 import signal
 import sys
 import threading
@@ -44,26 +42,19 @@ from eventbus.errors import (
     WorkerConfigurationError,
 )
 from eventbus.events import Looping, WorkerStopping
-from eventbus.monitoring.logformat import JobReport, job_line
 from eventbus.monitoring.monitor import default_observers
 from eventbus.monitoring.observer import Observers, WorkerObserver
 from eventbus.failed.base import FailedJobStore
-from eventbus.processing import (
-    Collaborators,
-    Outcome,
-    ProcessOptions,
-    backoff_for,
-    fail_job,
-    Watch,
-    max_tries_for,
-    process,
-    timeout_for,
-)
+from eventbus.processing import Collaborators, Outcome, Watch, process, timeout_for
 from eventbus.concurrency import ConcurrentRunner
 from eventbus.prefetch import Prefetcher
 from eventbus.queue.base import Queue, QueueJob
-from eventbus.timeouts import DEFAULT_GRACE_S, GRACE_ENV, alarm_handler, timeout_conflict
+from eventbus.timeouts import GRACE_ENV, alarm_handler, timeout_conflict
 from eventbus.watchdog import Watchdog
+from eventbus.worker_options import DEFAULT_PREFETCH as DEFAULT_PREFETCH
+from eventbus.worker_options import WorkerOptions as WorkerOptions
+from eventbus.worker_options import memory_mb
+from eventbus.worker_outcomes import display_name, fail_unexpected, record_timed_out, report_line
 
 log = logging.getLogger(__name__)
 
@@ -75,51 +66,6 @@ MEMORY_CHECK_INTERVAL_S = 0.25
 #: Retrying a pop on a server that does not answer: the first wait, and the longest (before jitter).
 RECONNECT_FIRST_S = 0.1
 RECONNECT_MAX_S = 1.0
-DEFAULT_PREFETCH = 32
-
-
-@dataclasses.dataclass(frozen=True, kw_only=True)
-class WorkerOptions:
-    """Worker settings. Durations are seconds; 0 disables a limit."""
-
-    queues: tuple[str, ...] = ()
-    name: str = "default"
-    sleep_s: float = 3.0
-    tries: int = 1
-    backoff_s: tuple[float, ...] = (0.0,)
-    timeout_s: float = 60.0
-    timeout_grace_s: float = DEFAULT_GRACE_S
-    memory_mb: float = 128.0
-    max_jobs: int = 0
-    max_time_s: float = 0.0
-    rest_s: float = 0.0
-    force: bool = False
-    once: bool = False
-    stop_when_empty: bool = False
-    #: The line per job: ``text`` or ``json`` (one object per line).
-    log_format: str = "text"
-    #: The supervisor's pid (``--processes``): exit after the current job when it is gone.
-    supervisor_pid: int = 0
-    #: At most this many jobs reserved per request on a driver that batches them (Redis); the
-    #: worker takes fewer for slower jobs (:mod:`eventbus.prefetch`). 1: one job at a time.
-    prefetch: int = DEFAULT_PREFETCH
-    #: Jobs run at once (:mod:`eventbus.concurrency`): threads for sync code, one event loop for
-    #: async code. 1: one job at a time in the main thread, interrupted by ``SIGALRM``.
-    concurrency: int = 1
-
-    def process_options(self) -> ProcessOptions:
-        return ProcessOptions(tries=self.tries, backoff=self.backoff_s, timeout=self.timeout_s,
-                              grace=self.timeout_grace_s)
-
-
-def memory_mb() -> float:
-    """Resident memory of this process in MB (current where /proc has it, else the peak)."""
-    try:
-        with open("/proc/self/statm") as f:
-            pages = int(f.read().split()[1])
-        return pages * os.sysconf("SC_PAGE_SIZE") / 1048576
-    except (OSError, ValueError, IndexError):
-        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 class Worker:
@@ -454,7 +400,7 @@ class Worker:
             # once per attempt; the traceback only when the job failed for good (a refused payload
             # has none worth reading: the message says it all)
             show_traceback = outcome is Outcome.FAIL and not isinstance(exc, DeserializationError)
-            log.error("job %s (%s) raised %s: %s", self._name_of(job), job.uuid, type(exc).__name__,
+            log.error("job %s (%s) raised %s: %s", display_name(job), job.uuid, type(exc).__name__,
                       exc, exc_info=exc if show_traceback else None)
         runtime_s = time.monotonic() - started
         self.observer.job_finished(self, job, outcome, runtime_s, exc)
@@ -464,46 +410,18 @@ class Worker:
         return outcome
 
     def _fail_unexpected(self, job: QueueJob, exc: Exception) -> tuple[Outcome, BaseException]:
-        """The last line of defence: whatever went wrong around the job fails that job, and the
-        worker goes on. If even failing it is impossible, the reservation expires and it returns."""
-        log.error("processing job %s raised outside the job's own code", job.uuid, exc_info=exc)
-        try:
-            fail_job(job, exc, self.collaborators)
-        except Exception:
-            log.exception("could not fail job %s; it will come back after retry_after", job.uuid)
-            return Outcome.RELEASED, exc
-        return Outcome.FAIL, exc
-
-    @staticmethod
-    def _name_of(job: QueueJob) -> str:
-        try:
-            return job.payload().display_name
-        except DeserializationError:
-            return "(unreadable payload)"
+        return fail_unexpected(job, exc, self.collaborators)
 
     def _report(self, job: QueueJob, outcome: Outcome, seconds: float,
                 exc: BaseException | None) -> None:
-        """One line per attempt (:mod:`eventbus.monitoring.logformat`)."""
-        if self.output is None:
-            return
-        try:
-            max_tries: int | None = max_tries_for(job, self.options.process_options())
-        except DeserializationError:
-            max_tries = None
-        released = outcome is Outcome.RELEASED
-        self.output(job_line(JobReport(
-            worker=self.options.name, pid=os.getpid(), connection=self.queue.connection_name,
-            queue=job.queue_name, job=self._name_of(job), uuid=job.uuid, attempt=job.attempts,
-            max_tries=max_tries, runtime_s=seconds, status=outcome.value,
-            delay_s=job.release_delay_s if released else None,
-            error=f"{type(exc).__name__}: {exc}" if exc is not None else None, at=time.time()),
-            self.options.log_format))
+        if self.output is not None:
+            self.output(report_line(self, job, outcome, seconds, exc))
 
     # -- the watchdog for jobs that ignore the interrupt --------------------------------------
     def _give_up_on(self, job: QueueJob) -> None:
         """Record the outcome of a job that would not stop, then end this process (the watchdog's
         thread; the loop takes no job meanwhile)."""
-        exc = JobTimeoutError(f"{self._name_of(job)} timed out and could not be interrupted",
+        exc = JobTimeoutError(f"{display_name(job)} timed out and could not be interrupted",
                               job_uuid=job.uuid, queue=job.queue_name)
         try:
             self._settle()  # the main thread is stuck in the job: it touches none of these now
@@ -515,17 +433,9 @@ class Worker:
         os._exit(EXIT_ERROR)
 
     def record_timed_out(self, job: QueueJob, exc: JobTimeoutError) -> None:
-        """The outcome of an attempt that ran past its timeout and could not be stopped: failed
-        when its tries are used up or it says ``fail_on_timeout``, else released with its
-        backoff. Never raises (the caller ends the process or stops taking jobs next)."""
-        options = self.options.process_options()
-        try:
-            if job.payload().fail_on_timeout or (0 < max_tries_for(job, options) <= job.attempts):
-                fail_job(job, exc, self.collaborators)
-            else:
-                job.release(backoff_for(job, options))
-        except Exception:
-            log.exception("could not record the outcome of job %s", job.uuid)
+        """The outcome of an attempt that ran past its timeout and could not be stopped
+        (:func:`eventbus.worker_outcomes.record_timed_out`); never raises."""
+        record_timed_out(job, exc, self.collaborators)
 
     # -- signals ------------------------------------------------------------------------------
     def _install_signals(self) -> dict[int, Any]:
