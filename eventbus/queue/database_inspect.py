@@ -1,0 +1,71 @@
+"""What operators ask of the SQL jobs table: sizes, queue names, counts by state, a peek; and clearing.
+
+``eventbus size``, ``status``, ``peek``, ``clear`` and the dashboard come here; no worker does.
+Apart from :class:`~eventbus.queue.database.DatabaseQueue`, whose file then follows a job's path
+(push, reserve, settle, wait), because these statements read a whole queue at once and answer
+with the server's clock, for people: their cost and their shape are another concern.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+
+from eventbus.queue.base import QueueStats
+from eventbus.sql import server_clock
+
+
+class Inspection:
+    """The operators' statements on table ``jobs``, each on a connection of its own from ``engine``."""
+
+    def __init__(self, engine: sa.Engine, jobs: sa.Table) -> None:
+        self.engine = engine
+        self.jobs = jobs
+        self.now = server_clock(engine.dialect.name)
+
+    def size(self, name: str) -> int:
+        """Ready, delayed and reserved jobs of queue ``name``."""
+        j = self.jobs.c
+        with self.engine.connect() as conn:
+            count: Any = conn.execute(sa.select(sa.func.count()).where(j.queue == name)).scalar()
+        return int(count)
+
+    def queue_names(self) -> list[str]:
+        """The queues that hold jobs, sorted."""
+        j = self.jobs.c
+        with self.engine.connect() as conn:
+            return sorted(r[0] for r in conn.execute(sa.select(j.queue).distinct()))
+
+    def stats(self, name: str) -> QueueStats:
+        """The counts of queue ``name`` by state, and the age of its oldest ready job: one statement."""
+        j = self.jobs.c
+        reserved = j.reserved_at.is_not(None)
+        ready = sa.and_(j.reserved_at.is_(None), j.available_at <= self.now)
+        delayed = sa.and_(j.reserved_at.is_(None), j.available_at > self.now)
+
+        def count(condition: Any) -> Any:
+            return sa.func.coalesce(sa.func.sum(sa.case((condition, 1), else_=0)), 0)
+
+        oldest = self.now - sa.func.min(sa.case((ready, j.created_at), else_=None))
+        stmt = sa.select(count(ready), count(delayed), count(reserved), oldest).where(j.queue == name)
+        with self.engine.connect() as conn:
+            n_ready, n_delayed, n_reserved, age = conn.execute(stmt).one()
+        return QueueStats(name, int(n_ready), int(n_delayed), int(n_reserved),
+                          max(float(age), 0.0) if age is not None else None)
+
+    def clear(self, name: str) -> int:
+        """Delete the ready and delayed jobs of queue ``name`` (reserved ones stay): how many."""
+        j = self.jobs.c
+        with self.engine.begin() as conn:
+            return int(conn.execute(sa.delete(self.jobs).where(
+                j.queue == name, j.reserved_at.is_(None))).rowcount)
+
+    def peek(self, name: str, limit: int) -> list[str]:
+        """The payloads of up to ``limit`` ready jobs of queue ``name``, oldest first."""
+        j = self.jobs.c
+        with self.engine.connect() as conn:
+            return [r.payload for r in conn.execute(
+                sa.select(j.payload).where(j.queue == name, j.reserved_at.is_(None),
+                                           j.available_at <= self.now)
+                .order_by(j.id).limit(limit))]
