@@ -116,7 +116,13 @@ def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | 
     A ConnectionUnavailableError raised while acknowledging a finished job propagates: the job
     is done, but its reservation may expire and it may run again (at-least-once).
     """
-    ctx = Collaborators(failed, bus, continue_chain, options, watch, after_success, after_failure)
+    return attempt(job, Collaborators(failed, bus, continue_chain, options, watch, after_success,
+                                      after_failure))
+
+
+def attempt(job: QueueJob, ctx: Collaborators) -> tuple[Outcome, BaseException | None]:
+    """:func:`process` with its collaborators built already (a worker builds them once)."""
+    options = ctx.options
     job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
     try:
         if ctx.bus.wants(JobProcessing):

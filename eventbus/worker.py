@@ -20,6 +20,7 @@ server answering.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import random
@@ -45,7 +46,7 @@ from eventbus.events import Looping, WorkerStopping
 from eventbus.monitoring.monitor import default_observers
 from eventbus.monitoring.observer import Observers, WorkerObserver
 from eventbus.failed.base import FailedJobStore
-from eventbus.processing import Collaborators, Outcome, Watch, process, timeout_for
+from eventbus.processing import Collaborators, Outcome, Watch, attempt, timeout_for
 from eventbus.concurrency import ConcurrentRunner
 from eventbus.prefetch import Prefetcher
 from eventbus.queue.base import Queue, QueueJob
@@ -236,7 +237,7 @@ class Worker:
     def _time_needed(self, job: QueueJob) -> float:
         """How long ``job`` may take once started: its timeout and the watchdog's grace (a job
         without a timeout counts as one ``retry_after``: it must then renew its own reservation)."""
-        timeout = timeout_for(job, self.options.process_options())
+        timeout = timeout_for(job, self.collaborators.options)
         return (timeout if timeout > 0 else self.queue.retry_after) + self.options.timeout_grace_s
 
     def stop_status(self, started: float, restart_at: float | None, *,
@@ -376,18 +377,17 @@ class Worker:
         """Process one reserved job and report it. ``watch``: the concurrent runner's own watch
         (in a thread of its pool), else the worker's watchdog, and the job counts here."""
         started = time.monotonic()
+        ctx = self.collaborators
         if watch is None:
             self.jobs_processed += 1
             self._watchdog.hold(job)
-            watch = self._watchdog.watching
+        else:
+            ctx = dataclasses.replace(ctx, watch=watch)
         if self._prefetch is not None:
             job.defer_delete = self._prefetch.defer
         self.observer.job_started(self, job)
         try:
-            outcome, exc = process(job, self.options.process_options(), failed=self.failed,
-                                   continue_chain=dispatch_next_in_chain, bus=self.bus,
-                                   watch=watch, after_success=after_success,
-                                   after_failure=after_failure)
+            outcome, exc = attempt(job, ctx)
         except ConnectionUnavailableError as lost:
             outcome, exc = Outcome.RELEASED, lost
             log.warning("connection lost while finishing job %s; its reservation will expire and it "

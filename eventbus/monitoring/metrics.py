@@ -88,7 +88,9 @@ class MetricsRecorder:
             raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
         key = (bucket_of(time.time() if at is None else at), queue, job)
         with self._lock:
-            tally = self._pending.setdefault(key, Tally())
+            tally = self._pending.get(key)
+            if tally is None:
+                tally = self._pending[key] = Tally()
             setattr(tally, status, getattr(tally, status) + 1)
             tally.runtime += max(runtime_s, 0.0)
             if wait_s is not None:
