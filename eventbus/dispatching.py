@@ -16,6 +16,7 @@ import contextlib
 import contextvars
 import dataclasses
 import datetime as dt
+import threading
 import time
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
@@ -163,10 +164,15 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
     """Push a built payload (fakes see it first); on an inline connection, run it now.
 
     Inside :func:`bulk_pushes` a push that is due now is collected instead, to go out with the
-    others in one round trip per queue (every :data:`BULK_FLUSH_EVERY` jobs, and when the block
-    ends).
+    others in one round trip per queue when the block ends. A block holding
+    :data:`BULK_FLUSH_EVERY` jobs first sends those, here, before this one joins it: a send that
+    fails then raises from this dispatch, and this job was not queued.
     """
-    if hold_for_bulk(payload, destination, command):
+    buffer = _bulk_buffer.get()
+    if buffer is not None and buffer.takes(destination):
+        if buffer.flush_every and len(buffer.items) >= buffer.flush_every:
+            push_collected(take_collected(buffer.items))
+        buffer.items.append((payload, destination, command))
         return payload.uuid
     if intercepted(command, destination, payload):
         return payload.uuid
@@ -217,6 +223,22 @@ class _Buffer:
     include_delayed: bool
     flush_every: int = 0  # 0: hold everything until the block ends
 
+    def takes(self, destination: Destination) -> bool:
+        return destination.delay <= 0 or self.include_delayed
+
+
+#: Threads can share one block's list (``asyncio.to_thread`` copies the context): appending is
+#: atomic, taking what is held is not, so takers take turns.
+_taking = threading.Lock()
+
+
+def take_collected(collected: Collected) -> Collected:
+    """Remove and return what ``collected`` holds now (a push appended meanwhile stays)."""
+    with _taking:
+        held = collected[:]
+        del collected[:len(held)]
+    return held
+
 
 _bulk_buffer: contextvars.ContextVar[_Buffer | None] = contextvars.ContextVar(
     "eventbus_bulk_pushes", default=None)
@@ -228,8 +250,9 @@ def collecting_pushes(*, include_delayed: bool = False, flush_every: int = 0) ->
 
     The caller sends them later with :func:`push_collected` (an async caller, off its loop).
     Without ``include_delayed`` delayed jobs are pushed at once, as they come. With
-    ``flush_every`` the list is sent and emptied each time it holds that many. Blocks nest:
-    inside an outer one, pushes go to the outer one's list.
+    ``flush_every`` a sync push (:func:`push_payload`, never the async path) first sends what
+    the list holds once it holds that many. Blocks nest: inside an outer one, pushes go to the
+    outer one's list.
     """
     outer = _bulk_buffer.get()
     if outer is not None:
@@ -245,21 +268,23 @@ def collecting_pushes(*, include_delayed: bool = False, flush_every: int = 0) ->
 
 @contextlib.contextmanager
 def bulk_pushes() -> Iterator[None]:
-    """Collect the pushes made inside the block and send them together, every
-    :data:`BULK_FLUSH_EVERY` jobs and when it ends.
+    """Collect the pushes made inside the block and send them together, when it ends and every
+    :data:`BULK_FLUSH_EVERY` jobs before that.
 
     Every job due now (dispatches, queued listeners, queued notifications) goes out in one round
     trip per connection and queue (Redis: one script call per 500 jobs; SQL: one INSERT per
-    1,000 rows) instead of one each. Delayed jobs and inline (``sync``) connections are pushed
+    500 rows) instead of one each; inline (``sync``) jobs run then too. Delayed jobs are pushed
     as they come. The collected jobs are pushed even when the block raises (they were
     dispatched); use ``after_commit`` for pushes that depend on a transaction. Blocks nest: the
-    outermost one sends.
+    outermost one sends, including what the sending sets off (a ``JobQueued`` listener's or an
+    inline job's own dispatches).
     """
     with collecting_pushes(flush_every=BULK_FLUSH_EVERY) as collected:
         try:
             yield
         finally:
-            push_collected(collected)
+            while collected:
+                push_collected(take_collected(collected))
 
 
 def push_collected(collected: Collected) -> None:
@@ -440,8 +465,9 @@ def push_unique(payload: Payload, destination: Destination, command: Any) -> str
 
 def dispatch_many(jobs: Iterable[Any], *, queue: str | None = None, connection: str | None = None,
                   after_commit: bool | None = None) -> list[str]:
-    """Push many jobs in one round trip per connection and queue; return their uuids in order
-    (a unique job that was dropped as a duplicate has none).
+    """Push many jobs in one round trip per connection and queue (per 500 jobs: see
+    :func:`bulk_pushes`); return their uuids in order (a unique job that was dropped as a
+    duplicate has none).
 
     Each job keeps its own options (its own queue and connection win unless given here, its own
     delay); the arguments apply as they would to :func:`dispatch`.
@@ -453,7 +479,7 @@ def dispatch_many(jobs: Iterable[Any], *, queue: str | None = None, connection: 
 
 
 def emit_many(events: Iterable[Any]) -> list[list[Any]]:
-    """Emit each event in order; the queued listeners' jobs go out in bulk at the end.
+    """Emit each event in order; the queued listeners' jobs go out in bulk (:func:`bulk_pushes`).
 
     Sync listeners run as with :func:`eventbus.emit`; returns each event's sync results.
     """
@@ -487,14 +513,11 @@ def dispatch_sync(job: Any) -> Any:
 
 def hold_for_bulk(payload: Payload, destination: Destination, command: Any = None) -> bool:
     """Collect the push for the enclosing :func:`bulk_pushes` / :func:`collecting_pushes`
-    block when there is one that takes it (as :func:`push_payload` does first); True when held.
-    The async path (:mod:`eventbus.async_dispatching`) asks this before it pushes."""
+    block when there is one that takes it; True when held. The async path
+    (:mod:`eventbus.async_dispatching`) asks this before it pushes: it never sends from here
+    (that would block its event loop), so an async caller's block sends everything at its end."""
     buffer = _bulk_buffer.get()
-    if buffer is None or (destination.delay > 0 and not buffer.include_delayed):
+    if buffer is None or not buffer.takes(destination):
         return False
     buffer.items.append((payload, destination, command))
-    if buffer.flush_every and len(buffer.items) >= buffer.flush_every:
-        held = buffer.items[:]
-        buffer.items.clear()
-        push_collected(held)
     return True

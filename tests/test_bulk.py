@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextvars
 import dataclasses
 import pathlib
 from collections.abc import Iterator
@@ -82,16 +84,73 @@ def test_bulk_pushes_send_what_they_hold_every_500_jobs(use_redis: redis.Redis) 
     q = eventbus.connection()
     assert eventbus.dispatching.BULK_FLUSH_EVERY == 500
     with eventbus.bulk_pushes():
-        for n in range(499):
+        for n in range(500):
             jobs.Record(n).dispatch()
         assert q.size() == 0
-        jobs.Record(499).dispatch()
+        jobs.Record(500).dispatch()  # the block holds 500: they go first, then this one joins it
         assert q.size() == 500  # sent, so that a long block does not hold every payload to the end
-        jobs.Record(500).dispatch()
+        jobs.Record(501).dispatch()
         assert q.size() == 500
-    assert q.size() == 501
+    assert q.size() == 502
     assert drain() == 0
-    assert traces(use_redis, "ran") == [str(n) for n in range(501)]
+    assert traces(use_redis, "ran") == [str(n) for n in range(502)]
+
+
+class Unique(eventbus.Job):
+    unique = True
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def unique_id(self) -> str:
+        return str(self.n)
+
+    def handle(self) -> None: ...
+
+
+def test_a_send_that_fails_inside_a_bulk_block_fails_the_dispatch_that_set_it_off_only(
+        use_redis: redis.Redis) -> None:
+    q = eventbus.connection()
+    failures = [RuntimeError("a JobQueued listener broke")]
+
+    def listener(event: JobQueued) -> None:
+        if failures:
+            raise failures.pop()
+
+    eventbus.listen(JobQueued, listener)
+    with pytest.raises(RuntimeError, match="listener broke"):
+        with eventbus.bulk_pushes():
+            for n in range(500):
+                assert Unique(n).dispatch() is not None
+            Unique(500).dispatch()  # sends the 500 first; the listener raises there
+    assert q.size() == 500
+    assert Unique(499).dispatch() is None  # queued, so its lock is held
+    assert Unique(500).dispatch() is not None  # it was not queued, so its lock was let go
+    assert q.size() == 501
+
+
+class Parent(eventbus.Job):
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def handle(self) -> None:
+        jobs.Record(self.n).dispatch()
+
+
+def test_what_the_final_send_of_a_bulk_block_sets_off_is_sent_too(use_redis: redis.Redis) -> None:
+    eventbus.dispatch_many([Parent(1), Parent(2)], connection="sync")  # run at the block's end
+    assert eventbus.connection().size() == 2  # each one's own dispatch, made during that send
+
+
+def test_threads_sharing_a_bulk_block_lose_no_push(use_redis: redis.Redis) -> None:
+    def dispatch_from_threads() -> list[str | None]:
+        with concurrent.futures.ThreadPoolExecutor(4) as pool:
+            context = contextvars.copy_context()  # as asyncio.to_thread shares the block
+            return list(pool.map(lambda n: context.copy().run(jobs.Record(n).dispatch), range(3000)))
+
+    with eventbus.bulk_pushes():
+        uuids = dispatch_from_threads()
+    assert len(set(uuids)) == 3000 and eventbus.connection().size() == 3000
 
 
 def test_emit_many_pushes_queued_listeners_in_bulk(counted_redis: redis.Redis) -> None:
