@@ -305,9 +305,10 @@ class Payload:
         ``object.__setattr__``, a third of the cost of building a payload; every dispatched and
         every processed job builds one, from all of its fields, so these two paths skip it.
         """
-        if len(fields) != _FIELD_COUNT:
-            missing = {f.name for f in dataclasses.fields(cls)} - fields.keys()
-            raise TypeError(f"Payload.checked() needs every field; missing {sorted(missing)}")
+        if fields.keys() != _FIELD_NAMES:
+            missing, unknown = _FIELD_NAMES - fields.keys(), fields.keys() - _FIELD_NAMES
+            raise TypeError(f"Payload.checked() needs every field and no other; missing "
+                            f"{sorted(missing)}, unknown {sorted(unknown)}")
         payload = object.__new__(cls)
         payload.__dict__.update(fields)
         return payload
@@ -320,7 +321,7 @@ class Payload:
         return dataclasses.replace(self, signature=sign(self.to_dict(), key))
 
 
-_FIELD_COUNT = len(dataclasses.fields(Payload))
+_FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(Payload))
 
 
 def _signing_text(doc: dict[str, Any]) -> bytes:

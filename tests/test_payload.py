@@ -48,8 +48,10 @@ def test_the_fast_constructor_builds_what_the_dataclass_builds_and_refuses_a_mis
     assert again == built == dataclasses.replace(built)  # the dataclass's own __init__
     assert vars(built).keys() == vars(again).keys() == {f.name for f in dataclasses.fields(Payload)}
     fields = {name: value for name, value in vars(built).items() if name != "headers"}
-    with pytest.raises(TypeError, match=r"missing \['headers'\]"):
+    with pytest.raises(TypeError, match=r"missing \['headers'\], unknown \[\]"):
         Payload.checked(**fields)
+    with pytest.raises(TypeError, match=r"missing \['headers'\], unknown \['header'\]"):
+        Payload.checked(**fields, header={})
 
 
 def test_retry_until_seconds_become_a_timestamp() -> None:
