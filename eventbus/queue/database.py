@@ -41,10 +41,10 @@ from eventbus.queue.base import (
     parse_signals,
 )
 from eventbus.queue.database_inspect import Inspection
-from eventbus.queue.database_postgres import NOTIFY_CHANNEL, PostgresStatements, notify
-from eventbus.queue.database_reserve import RECLAIM_INTERVAL_S, TOKEN_PREFIX_LENGTH, Reservations
+from eventbus.queue.database_postgres import PostgresStatements
+from eventbus.queue.database_reserve import Reservations
 from eventbus.queue.database_schema import MAX_ATTEMPTS, jobs_table, signals_table
-from eventbus.queue.database_wait import SQLITE_POLL_S, IdleWait
+from eventbus.queue.database_wait import IdleWait
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.sql import (
     engine_for,
@@ -59,17 +59,7 @@ from eventbus.sql import (
 )
 from eventbus.state.database import SqlStateStore
 
-__all__ = [
-    "BULK_CHUNK",
-    "MAX_ATTEMPTS",
-    "NOTIFY_CHANNEL",
-    "RECLAIM_INTERVAL_S",
-    "SQLITE_POLL_S",
-    "TOKEN_PREFIX_LENGTH",
-    "DatabaseQueue",
-    "jobs_table",
-    "signals_table",
-]
+__all__ = ["BULK_CHUNK", "DatabaseQueue", "MAX_ATTEMPTS", "jobs_table", "signals_table"]
 
 #: Rows a bulk push sends in one statement.
 BULK_CHUNK = 1000

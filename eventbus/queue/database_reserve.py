@@ -51,9 +51,10 @@ class Reservations:
     """The reservations of ``queue``'s jobs in table ``jobs``: taking them, and what the holder
     of one may do with it (every such step acts only where the job's token still holds).
 
-    ``worker_engine`` (autocommit: :func:`eventbus.sql.worker_engine_for`) runs the steps of one
-    statement; ``engine`` the transactions of several (MariaDB's lock, then update; a batch on
-    SQLite and MariaDB; the quarantine of a row).
+    ``worker_engine`` (autocommit: :func:`eventbus.sql.worker_engine_for`) runs the steps that
+    need no transaction: single statements, and on PostgreSQL the settling of a batch one job at a
+    time; ``engine`` the transactions of several statements (MariaDB's lock, then update; a batch
+    on SQLite and MariaDB; the quarantine of a row).
     """
 
     def __init__(self, queue: Queue, jobs: sa.Table, engine: sa.Engine, worker_engine: sa.Engine,
