@@ -41,6 +41,7 @@ class Inbox:
         self.loop: Any = None
         self.refused: set[str] = set()  # recipients answered with 550
         self.data_delay_s = 0.0  # how long the server takes to accept a message
+        self.quits = 0  # connections the client ended with QUIT
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:
         if address in self.refused:
@@ -48,6 +49,10 @@ class Inbox:
         envelope.rcpt_tos.append(address)
         envelope.rcpt_options.extend(options)
         return "250 OK"
+
+    async def handle_QUIT(self, server: Any, session: Any, envelope: Any) -> str:
+        self.quits += 1
+        return "221 Bye"
 
     async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:
         if self.data_delay_s:

@@ -188,7 +188,8 @@ print("sent", transport.connections_opened)
     assert done.returncode == 0, done.stderr
     assert done.stdout.split() == ["sent", "3"]
     assert "ResourceWarning" not in done.stderr and "unclosed" not in done.stderr, done.stderr
-    wait_for(lambda: inbox.open_connections == 0, timeout=5)  # each connection said QUIT
+    wait_for(lambda: inbox.open_connections == 0, timeout=5)
+    assert inbox.quits == 3  # each connection said QUIT: closed by the loop, not by the exit
     assert len(inbox.connections) == 3 and len(inbox.envelopes) == 3
     transport = smtp(port, "?pool=3")
 
