@@ -274,9 +274,15 @@ class Worker:
 
     def _signals(self) -> dict[str, float]:
         """``restart``/``down`` signals, asked of the server at most once a second (a round trip
-        per job would cost a third of the throughput)."""
+        per job would cost a third of the throughput).
+
+        While the worker holds a reserved job that waits to start, the question waits for up to
+        another second: an idle worker woken by a job runs it first and asks right after, instead
+        of putting a round trip between the wake-up and the job.
+        """
         now = time.monotonic()
-        if self._signals_cache is None or now - self._signals_checked_at >= SIGNAL_CHECK_INTERVAL_S:
+        age = now - self._signals_checked_at
+        if self._signals_cache is None or age >= SIGNAL_CHECK_INTERVAL_S * (2 if self._holds_jobs() else 1):
             try:
                 self._signals_cache = self.queue.signals()
             except ConnectionUnavailableError:
@@ -285,6 +291,9 @@ class Worker:
             paused = self.observer.paused_queues(self)
             self.paused_queues = self.paused_queues if paused is None else paused
         return self._signals_cache
+
+    def _holds_jobs(self) -> bool:
+        return self._prefetch is not None and bool(self._prefetch.held)
 
     def _down(self) -> bool:
         """Maintenance mode (``eventbus down``): no new jobs, unless the worker runs with --force."""
@@ -393,7 +402,7 @@ class Worker:
             log.warning("connection lost while finishing job %s; its reservation will expire and it "
                         "runs again: %s", job.uuid, lost)
         except Exception as unexpected:  # raised outside the job's own code: fail that job only
-            outcome, exc = self._fail_unexpected(job, unexpected)
+            outcome, exc = fail_unexpected(job, unexpected, ctx)
         finally:
             self._watchdog.hold(None)
         if exc is not None and not isinstance(exc, ConnectionUnavailableError):
@@ -408,9 +417,6 @@ class Worker:
         if self._prefetch is not None:
             self._prefetch.ran(time.monotonic() - started)
         return outcome
-
-    def _fail_unexpected(self, job: QueueJob, exc: Exception) -> tuple[Outcome, BaseException]:
-        return fail_unexpected(job, exc, self.collaborators)
 
     def _report(self, job: QueueJob, outcome: Outcome, seconds: float,
                 exc: BaseException | None) -> None:

@@ -1,7 +1,7 @@
 """How a worker records an attempt that did not end the usual way, and the line it prints for
 each attempt.
 
-:func:`eventbus.processing.process` settles every attempt whose code ran to an end (done,
+:func:`eventbus.processing.attempt` settles every attempt whose code ran to an end (done,
 released, failed). What is left to the worker: an error raised around the job rather than by it
 (:func:`fail_unexpected`), and a job past its timeout that could not be interrupted
 (:func:`record_timed_out`, which both watchdogs call: the worker's own and the concurrent
@@ -65,7 +65,7 @@ def report_line(worker: Worker, job: QueueJob, outcome: Outcome, seconds: float,
                 exc: BaseException | None) -> str:
     """One line per attempt (:mod:`eventbus.monitoring.logformat`)."""
     try:
-        max_tries: int | None = max_tries_for(job, worker.options.process_options())
+        max_tries: int | None = max_tries_for(job, worker.collaborators.options)
     except DeserializationError:
         max_tries = None
     released = outcome is Outcome.RELEASED

@@ -95,6 +95,25 @@ def test_an_idle_worker_gets_its_job_with_the_reply_that_wakes_it(use_redis: red
     assert queue_keys_left(client) == []  # settle (and the monitor's few writes)
 
 
+def test_a_woken_worker_runs_its_job_before_it_reads_the_worker_signals(
+        use_redis: redis.Redis, private_redis: RedisServer, start_worker: object) -> None:
+    """The once-a-second read of restart/down comes after the job that woke the worker, not
+    between the wake-up and that job (it cost the idle latency's tail a round trip)."""
+    worker = start_worker("--sleep", "5", env={"EVENTBUS_REDIS_URL": private_redis.url()})
+    client = private_redis.client()
+    eventbus.dispatch(jobs.Record(-1))
+    wait_for(lambda: traces(use_redis, "ran") == ["-1"])
+    for n in range(3):
+        time.sleep(1.3)  # idle past the signals' second: a read is due when the next job wakes it
+        before = calls(client, "hgetall")
+        eventbus.dispatch(jobs.CountCalls(private_redis.url(), "hgetall"))
+        wait_for(lambda n=n: len(traces(use_redis, "calls")) == n + 1)
+        assert int(traces(use_redis, "calls")[n]) == before  # no signals read before the job ran
+        wait_for(lambda before=before: calls(client, "hgetall") > before)  # but right after it
+    worker.signal(signal.SIGTERM)
+    assert worker.wait(20) == 0
+
+
 def test_kill_9_with_prefetched_jobs_loses_none(use_redis: redis.Redis, start_worker: object) -> None:
     """Fast jobs first (the worker learns to take 32 at a time), then slower ones: it holds
     reservations it has not started when it is killed. They expire and run again (their attempt

@@ -46,6 +46,18 @@ class Record(eventbus.Job):
         trace("ran", self.n)
 
 
+class CountCalls(eventbus.Job):
+    """Appends to trace:calls how many times the Redis server at ``url`` ran ``command`` so far,
+    read as the job starts (what its worker asked the server before running it)."""
+
+    def __init__(self, url: str, command: str) -> None:
+        self.url, self.command = url, command
+
+    def handle(self) -> None:
+        stats = redis.Redis.from_url(self.url).info("commandstats")
+        trace("calls", stats.get(f"cmdstat_{self.command}", {}).get("calls", 0))
+
+
 class Flaky(eventbus.Job):
     """Fails every attempt; records attempts and the failed() call."""
 
