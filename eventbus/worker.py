@@ -43,7 +43,7 @@ from eventbus.errors import (
     WorkerConfigurationError,
 )
 from eventbus.events import Looping, WorkerStopping
-from eventbus.monitoring.monitor import default_observers
+from eventbus.monitoring.monitor import default_observers, job_name
 from eventbus.monitoring.observer import Observers, WorkerObserver
 from eventbus.failed.base import FailedJobStore
 from eventbus.processing import Collaborators, Outcome, Watch, attempt, timeout_for
@@ -55,7 +55,7 @@ from eventbus.watchdog import Watchdog
 from eventbus.worker_options import DEFAULT_PREFETCH as DEFAULT_PREFETCH
 from eventbus.worker_options import WorkerOptions as WorkerOptions
 from eventbus.worker_options import memory_mb
-from eventbus.worker_outcomes import display_name, fail_unexpected, record_timed_out, report_line
+from eventbus.worker_outcomes import fail_unexpected, record_timed_out, report_line
 
 log = logging.getLogger(__name__)
 
@@ -409,7 +409,7 @@ class Worker:
             # once per attempt; the traceback only when the job failed for good (a refused payload
             # has none worth reading: the message says it all)
             show_traceback = outcome is Outcome.FAIL and not isinstance(exc, DeserializationError)
-            log.error("job %s (%s) raised %s: %s", display_name(job), job.uuid, type(exc).__name__,
+            log.error("job %s (%s) raised %s: %s", job_name(job), job.uuid, type(exc).__name__,
                       exc, exc_info=exc if show_traceback else None)
         runtime_s = time.monotonic() - started
         self.observer.job_finished(self, job, outcome, runtime_s, exc)
@@ -427,7 +427,7 @@ class Worker:
     def _give_up_on(self, job: QueueJob) -> None:
         """Record the outcome of a job that would not stop, then end this process (the watchdog's
         thread; the loop takes no job meanwhile)."""
-        exc = JobTimeoutError(f"{display_name(job)} timed out and could not be interrupted",
+        exc = JobTimeoutError(f"{job_name(job)} timed out and could not be interrupted",
                               job_uuid=job.uuid, queue=job.queue_name)
         try:
             self._settle()  # the main thread is stuck in the job: it touches none of these now

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from eventbus.errors import DeserializationError, JobTimeoutError
 from eventbus.monitoring.logformat import JobReport, job_line
+from eventbus.monitoring.monitor import job_name
 from eventbus.processing import Collaborators, Outcome, backoff_for, fail_job, max_tries_for
 from eventbus.queue.base import QueueJob
 
@@ -24,14 +25,6 @@ if TYPE_CHECKING:
     from eventbus.worker import Worker
 
 log = logging.getLogger("eventbus.worker")
-
-
-def display_name(job: QueueJob) -> str:
-    """The job's name for a log line, also when its payload cannot be read."""
-    try:
-        return job.payload().display_name
-    except DeserializationError:
-        return "(unreadable payload)"
 
 
 def fail_unexpected(job: QueueJob, exc: Exception,
@@ -71,7 +64,7 @@ def report_line(worker: Worker, job: QueueJob, outcome: Outcome, seconds: float,
     released = outcome is Outcome.RELEASED
     return job_line(JobReport(
         worker=worker.options.name, pid=os.getpid(), connection=worker.queue.connection_name,
-        queue=job.queue_name, job=display_name(job), uuid=job.uuid, attempt=job.attempts,
+        queue=job.queue_name, job=job_name(job), uuid=job.uuid, attempt=job.attempts,
         max_tries=max_tries, runtime_s=seconds, status=outcome.value,
         delay_s=job.release_delay_s if released else None,
         error=f"{type(exc).__name__}: {exc}" if exc is not None else None, at=time.time()),
