@@ -37,11 +37,7 @@ class CallQueuedHandler:
             lock = job.payload().unique
             if lock is not None and lock["untilProcessing"]:
                 unique.release(lock, job.uuid)  # another one may be queued while this one runs
-            middleware = middleware_for(command, settings().middleware)
-            if middleware:
-                run_through(command, middleware, run_command)
-            else:  # no middleware: the pipeline would only call handle()
-                aio.resolve(run_command(command))
+            run_through(command, middleware_for(command, settings().middleware), run_command)
             if lock is not None and not job.released:
                 unique.release(lock, job.uuid)
 

@@ -46,6 +46,8 @@ def _is_async(middleware: Any) -> bool:
 
 def run_through(command: Any, middleware: Sequence[Any], final: Next) -> Any:
     """``final(command)`` inside every middleware, outermost first; returns its result."""
+    if not middleware:  # most jobs: no pipeline to build
+        return aio.resolve(final(command))
 
     def sync_from(index: int, job: Any) -> Any:
         if index == len(middleware):
