@@ -10,15 +10,13 @@ import time
 from typing import Any
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import mysql
 
 from eventbus.errors import EventBusError
 from eventbus.failed.base import FailedJob, FailedJobStore, FailOutcome, alternative_record
 from eventbus.queue.base import QueueJob
 from eventbus.queue.database import DatabaseQueue
+from eventbus.queue.database_schema import LONG_TEXT
 from eventbus.sql import engine_for, ensure_tables, guarded
-
-_LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
 
 
 def failed_jobs_table(metadata: sa.MetaData, name: str = "failed_jobs") -> sa.Table:
@@ -29,8 +27,8 @@ def failed_jobs_table(metadata: sa.MetaData, name: str = "failed_jobs") -> sa.Ta
         sa.Column("uuid", sa.String(100), nullable=False, unique=True),
         sa.Column("connection", sa.String(191), nullable=False),
         sa.Column("queue", sa.String(191), nullable=False),
-        sa.Column("payload", _LONG_TEXT, nullable=False),
-        sa.Column("exception", _LONG_TEXT, nullable=False),
+        sa.Column("payload", LONG_TEXT, nullable=False),
+        sa.Column("exception", LONG_TEXT, nullable=False),
         sa.Column("failed_at", sa.Double, nullable=False, index=True),
     )
 

@@ -19,7 +19,9 @@ from sqlalchemy.dialects import mysql
 
 #: The attempts column is a 32-bit integer everywhere: the count stops here.
 MAX_ATTEMPTS = 2**31 - 1
-_LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
+#: Text with no practical length limit (MySQL/MariaDB's TEXT stops at 64 KB); payloads and
+#: tracebacks go in it, here and in the failed-job table.
+LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
 
 
 def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
@@ -29,14 +31,14 @@ def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
                   autoincrement=True),
         sa.Column("uuid", sa.String(64), nullable=False, unique=True),
         sa.Column("queue", sa.String(191), nullable=False),
-        sa.Column("payload", _LONG_TEXT, nullable=False),
+        sa.Column("payload", LONG_TEXT, nullable=False),
         sa.Column("attempts", sa.Integer, nullable=False, default=0),
         sa.Column("exceptions", sa.Integer, nullable=False, default=0),
         sa.Column("token", sa.String(32), nullable=True),
         sa.Column("reserved_at", sa.Double, nullable=True),
         sa.Column("available_at", sa.Double, nullable=False),
         sa.Column("created_at", sa.Double, nullable=False),
-        sa.Column("failure", _LONG_TEXT, nullable=True),
+        sa.Column("failure", LONG_TEXT, nullable=True),
         # Ready jobs in id order: a partial index where the database has them, so a pop is an
         # ordered scan that stops at the first row (MySQL/MariaDB get the plain (queue, id) index).
         sa.Index(f"{name}_ready_index", "queue", "id", postgresql_where=sa.text("reserved_at IS NULL"),
