@@ -30,13 +30,23 @@ def url(request: pytest.FixtureRequest, tmp_path: object) -> Iterator[str]:
     if request.param == "sqlite":
         yield f"sqlite:///{tmp_path}/jobs.sqlite3"
         return
-    found = PG_URL if request.param == "postgres" else MYSQL_URL
-    reason = database_reason(found)
+    yield from fresh_tables(PG_URL if request.param == "postgres" else MYSQL_URL)
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    yield from fresh_tables(PG_URL)
+
+
+def fresh_tables(url: str) -> Iterator[str]:
+    """``url`` without this module's tables before and after the test (skipped when the server
+    does not answer)."""
+    reason = database_reason(url)
     if reason:
         pytest.skip(reason)
-    drop(found)
-    yield found
-    drop(found)
+    drop(url)
+    yield url
+    drop(url)
 
 
 def drop(url: str) -> None:
@@ -172,31 +182,22 @@ def test_touch_restarts_the_reservation_only_for_its_holder(url: str) -> None:
     assert again.delete() and queue.size() == 0
 
 
-def test_postgres_give_back_wakes_listening_workers(tmp_path: object) -> None:
-    reason = database_reason(PG_URL)
-    if reason:
-        pytest.skip(reason)
+def test_postgres_give_back_wakes_listening_workers(pg_url: str) -> None:
     import psycopg
 
-    drop(PG_URL)
-    queue = make_queue(PG_URL)
+    queue = make_queue(pg_url)
     queue.push(payload(1))
     [job] = queue.reserve(None, 1).jobs
-    with psycopg.connect(sa.make_url(PG_URL).set(drivername="postgresql").render_as_string(False),
+    with psycopg.connect(sa.make_url(pg_url).set(drivername="postgresql").render_as_string(False),
                          autocommit=True) as listener:
         listener.execute("LISTEN eventbus_jobs")
         queue.reserve(None, 0, give_back=[job])
         heard = [n.payload for n in listener.notifies(timeout=5, stop_after=1)]
     assert heard == ["default"]
-    drop(PG_URL)
 
 
-def test_postgres_idle_wait_wakes_for_its_own_queues_only() -> None:
-    reason = database_reason(PG_URL)
-    if reason:
-        pytest.skip(reason)
-    drop(PG_URL)
-    queue, pusher = make_queue(PG_URL), make_queue(PG_URL)
+def test_postgres_idle_wait_wakes_for_its_own_queues_only(pg_url: str) -> None:
+    queue, pusher = make_queue(pg_url), make_queue(pg_url)
     queue.wait(["default"], 0.01)  # the LISTEN connection is open from here on
     timers = [threading.Timer(0.2, lambda: pusher.push(payload(1), "other")),
               threading.Timer(0.8, lambda: pusher.push(payload(2), "default"))]
@@ -209,15 +210,10 @@ def test_postgres_idle_wait_wakes_for_its_own_queues_only() -> None:
         timer.join()
     queue.close()
     assert 0.7 < waited < 3.0, f"woke after {waited:.2f}s: a push to another queue woke it, or none did"
-    drop(PG_URL)
 
 
-def test_postgres_push_and_reserve_ride_out_a_terminated_connection() -> None:
-    reason = database_reason(PG_URL)
-    if reason:
-        pytest.skip(reason)
-    drop(PG_URL)
-    queue = make_queue(PG_URL)
+def test_postgres_push_and_reserve_ride_out_a_terminated_connection(pg_url: str) -> None:
+    queue = make_queue(pg_url)
     queue.push(payload(1))
     [first] = queue.reserve(None, 1).jobs
     pids = [run_driver_sql(engine, "SELECT pg_backend_pid()", {})[0][0]
@@ -237,7 +233,6 @@ def test_postgres_push_and_reserve_ride_out_a_terminated_connection() -> None:
     assert [json.loads(job.raw)["data"]["command"]["n"] for job in got.jobs] == [2]
     queue.reserve(None, 0, acks=got.jobs)
     assert queue.size() == 0
-    drop(PG_URL)
 
 
 class Behind(eventbus.Job):
