@@ -133,7 +133,8 @@ class RedisQueue(Queue):
         self._wire = (redis_wire.Wire(self.url, timeout=COMMAND_TIMEOUT_S, name=client_name)
                       if redis_wire.supports(self.url, self.cluster) else None)
         self._blocking_wire: redis_wire.Wire | None = None
-        self._wire_scripts = {name: redis_wire.Script(_script(name)) for name in ("push", "reserve")}
+        self._wire_scripts = {name: redis_wire.Script(_script(name))
+                              for name in ("push", "push_many", "reserve")}
         #: Per queue: (monotonic time, seconds until something is due) from the last empty reserve.
         self._due_hint: dict[str, tuple[float, float]] = {}
         self._push_keys: dict[str | None, list[str]] = {}
@@ -217,7 +218,7 @@ class RedisQueue(Queue):
             args = [value for item in items[start:start + BULK_CHUNK] for value in item]
 
             def push_chunk(chunk: list[Any] = args) -> Any:
-                return self._scripts["push_many"](keys=keys, args=chunk)
+                return self._run("push_many", keys, chunk)
 
             self._idempotent("bulk push", push_chunk)
         return [uuid for uuid, _, _ in items]

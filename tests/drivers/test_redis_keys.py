@@ -86,3 +86,30 @@ def test_an_idle_worker_wakes_when_a_reservation_expires(redis_client: redis.Red
     q.wait(["default"], 5.0)
     assert time.monotonic() - started < 2.0
     assert q.pop() is not None
+
+
+def test_a_bulk_push_leaves_what_one_push_per_job_leaves(redis_client: redis.Redis) -> None:
+    """push_many.lua stores a chunk with four commands; the keys must match push.lua's, job by job:
+    the order, bodies, attempt counts (none for 0), wake-up tokens; an id already stored, or twice
+    in one chunk, is stored once."""
+    import dataclasses
+
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    q = eventbus.connection()
+    items = [dataclasses.replace(payload(n), attempts=n % 3) for n in range(1203)]  # crosses chunks
+    for p in items:
+        q.push(p, "one")
+    q.bulk(items[:700], "many")
+    q.bulk(items[690:] + items[:3], "many")  # a chunk sent again after a lost reply, and more
+    assert q.bulk([items[5], items[5]], "many") == [items[5].uuid] * 2  # both already stored
+
+    for suffix, read in [("", lambda k: redis_client.lrange(k, 0, -1)),
+                         (":bodies", redis_client.hgetall), (":attempts", redis_client.hgetall),
+                         (":notify", redis_client.llen)]:
+        assert read(f"queues:{{many}}{suffix}") == read(f"queues:{{one}}{suffix}"), suffix
+    assert redis_client.hlen("queues:{many}:attempts") == 802  # the counts of 1 and 2 only
+
+    fresh = payload(9999)
+    q.bulk([fresh, fresh], "twice")
+    assert redis_client.lrange("queues:{twice}", 0, -1) == [fresh.uuid.encode()]
+    assert redis_client.llen("queues:{twice}:notify") == 1
