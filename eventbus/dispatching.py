@@ -18,7 +18,7 @@ import dataclasses
 import datetime as dt
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
 from eventbus import encryption, registry, serializer, unique
@@ -28,7 +28,7 @@ from eventbus.errors import ConfigurationError, DeserializationError, Serializat
 from eventbus.event_bus import bus
 from eventbus.events import JobNotQueuedAsDuplicate, JobQueued
 from eventbus.integrations import otel
-from eventbus.payload import HANDLER_NAME, Payload, new_uuid
+from eventbus.payload import HANDLER_NAME, NO_HEADERS, Payload, new_uuid
 from eventbus.processing import run_sync_job
 from eventbus.queue.base import Delay, Queue, QueueJob, delay_seconds
 from eventbus.runtime import connection as get_connection
@@ -87,10 +87,10 @@ _PLAIN = frozenset({str, int, float, bool, type(None)})
 
 
 def make_payload(command: Any, *, display_name: str | None = None,
-                 chained: list[dict[str, Any]] | None = None,
+                 chained: Sequence[dict[str, Any]] | None = None,
                  unique: dict[str, Any] | None = None, batch_id: str | None = None,
-                 chain_catch: list[dict[str, Any]] | None = None,
-                 chain_finally: list[dict[str, Any]] | None = None, name: str | None = None) -> Payload:
+                 chain_catch: Sequence[dict[str, Any]] | None = None,
+                 chain_finally: Sequence[dict[str, Any]] | None = None, name: str | None = None) -> Payload:
     """Build the JSON payload for ``command`` from its state and options (``name``: its
     registered name, when the caller looked it up already)."""
     name = name or command_name(command)
@@ -116,13 +116,13 @@ def make_payload(command: Any, *, display_name: str | None = None,
         fail_on_timeout=bool(option(command, "fail_on_timeout", False)),
         attempts=0,
         pushed_at=time.time(),
-        chained=chained or list(getattr(command, "_chained", None) or []),
+        chained=tuple(chained or getattr(command, "_chained", None) or ()),
         unique=unique,
         batch_id=batch_id,
-        chain_catch=list(chain_catch or []),
-        chain_finally=list(chain_finally or []),
+        chain_catch=tuple(chain_catch or ()),
+        chain_finally=tuple(chain_finally or ()),
         signature=None,
-        headers={},
+        headers=NO_HEADERS,
     )
     return payload.signed(key) if key else payload
 
@@ -140,11 +140,24 @@ class Destination:
            connection: str | None = None) -> Destination:
         conn = connection or option(command, "connection") or settings().default
         q = queue or option(command, "queue")
-        d = delay if delay is not None else option(command, "delay")
-        return cls(conn, q, delay_seconds(d))
+        d = delay_seconds(delay if delay is not None else option(command, "delay"))
+        if d > 0 or cls is not Destination:
+            return cls(conn, q, d)
+        found = _DUE_NOW.get((conn, q))
+        if found is None:
+            if len(_DUE_NOW) >= _DUE_NOW_MAX:  # queue names made per tenant, say: start over
+                _DUE_NOW.clear()
+            found = _DUE_NOW[conn, q] = cls(conn, q, 0.0)
+        return found
 
     def to_dict(self) -> dict[str, Any]:
         return {"connection": self.connection, "queue": self.queue, "delay": self.delay}
+
+
+#: The destinations without a delay, shared: a destination is immutable, and a bulk push holds
+#: one per job until it is sent, which the garbage collector pays for (see ``bulk_pushes``).
+_DUE_NOW: dict[tuple[str, str | None], Destination] = {}
+_DUE_NOW_MAX = 1024
 
 
 # -- pushing ------------------------------------------------------------------------------------
@@ -154,7 +167,7 @@ push_interceptors: list[Callable[[Any, Destination, Payload], bool]] = []
 
 
 def push_command(command: Any, destination: Destination, *, display_name: str | None = None,
-                 chained: list[dict[str, Any]] | None = None) -> str:
+                 chained: Sequence[dict[str, Any]] | None = None) -> str:
     """Serialize ``command`` and push it to ``destination``; emit ``JobQueued``. Returns the uuid."""
     payload = make_payload(command, display_name=display_name, chained=chained)
     return push_payload(payload, destination, command)
@@ -337,18 +350,18 @@ def push_raw(connection: str | None, raw: str, queue: str | None = None) -> str:
     return target.push_raw(raw, queue)
 
 
-def dispatch_next_in_chain(chained: list[dict[str, Any]]) -> None:
+def dispatch_next_in_chain(chained: Sequence[dict[str, Any]]) -> None:
     """Push the next job of a chain, carrying the rest of the chain with it."""
     if not chained:
         return
     head, rest = chained[0], chained[1:]
     payload = Payload.from_dict(head["payload"])
-    payload = dataclasses.replace(payload, chained=rest, signature=None)
+    payload = dataclasses.replace(payload, chained=tuple(rest), signature=None)
     key = settings().key
     push_payload(payload.signed(key) if key else payload, Destination(**head["destination"]))
 
 
-def push_steps(steps: list[dict[str, Any]]) -> None:
+def push_steps(steps: Sequence[dict[str, Any]]) -> None:
     """Push ready-made ``{"destination", "payload"}`` steps (chain and batch callbacks) as they are."""
     for step in steps:
         push_payload(Payload.from_dict(step["payload"]), Destination(**step["destination"]))

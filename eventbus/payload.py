@@ -13,6 +13,7 @@ import json
 import math
 import os
 import time
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from eventbus.errors import DeserializationError, SerializationError
@@ -29,8 +30,53 @@ def new_uuid() -> str:
     return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
 
 
-#: Compact JSON without NaN or Infinity; built once (json.dumps with options builds one per call).
-_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+class _NoHeaders(dict[str, str]):
+    """The headers of a payload that has none: one shared empty map that refuses changes.
+
+    Most payloads have no headers and no chain steps. A payload held for a bulk push used to
+    hold four fresh empty containers of them (the step lists are tuples now), which made the
+    cyclic garbage collector run twice as often (see ``dispatching.BULK_FLUSH_EVERY``); one
+    shared map costs nothing. It is still a ``dict`` (``json.dumps``, ``dataclasses.asdict``
+    and ``==`` treat it as ``{}``) and copies and pickles as this same object.
+    """
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise TypeError("a payload's headers are read-only; use dispatching.with_headers()")
+
+    __setitem__ = __delitem__ = __ior__ = _refuse
+    clear = pop = popitem = setdefault = update = _refuse
+
+    def __reduce__(self) -> str:
+        return "NO_HEADERS"  # the module's own name for it: pickle and copy keep the singleton
+
+
+NO_HEADERS: Mapping[str, str] = _NoHeaders()
+
+#: Compact JSON without NaN or Infinity; built once (json.dumps with options builds one per
+#: call). No circular-reference check: see :func:`_encode_function`.
+_ENCODER = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, allow_nan=False,
+                            check_circular=False)
+
+
+def _encode_function() -> Callable[[Any], str]:
+    """``_ENCODER.encode`` without its per-call set-up, where the C accelerator exists.
+
+    ``JSONEncoder.encode`` builds a new C encoder object for every call (a microsecond, a
+    quarter of encoding a payload); this one is built once. It cannot check for circular
+    references (the check's table would be shared between calls, and an encoding that fails
+    half-way leaves entries in it), so neither does the fallback: a cycle ends at the
+    recursion limit, which ``to_json`` reports. Only a hand-built payload can hold one: a job's
+    state with a cycle is refused while it is encoded (``serializer.encode``).
+    """
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _ENCODER.encode
+    encoder = make(None, _ENCODER.default, json.encoder.encode_basestring, None, ":", ",",
+                   False, False, False)
+    return lambda document: "".join(encoder(document, 0))
+
+
+_encode = _encode_function()
 
 #: Bounds for envelope numbers: a duration past a century or a count past a 32-bit column is
 #: not a mistake to carry on with, it is a payload to refuse.
@@ -94,23 +140,23 @@ class _Envelope:
             raise self._refuse(name, value, "a JSON object")
         return value
 
-    def steps(self, name: str) -> list[dict[str, Any]]:
+    def steps(self, name: str) -> tuple[dict[str, Any], ...]:
         """Ready-made jobs to push later: ``[{"destination": {...}, "payload": {...}}, ...]``."""
         value = self.doc.get(name)
         if value is None:
-            return []
+            return ()
         if not isinstance(value, list) or not all(
                 isinstance(step, dict) and isinstance(step.get("destination"), dict)
                 and isinstance(step.get("payload"), dict) for step in value):
             raise self._refuse(name, value, "a list of {destination, payload} objects")
-        return value
+        return tuple(value)
 
-    def chain(self, value: Any) -> list[dict[str, Any]]:
+    def chain(self, value: Any) -> tuple[dict[str, Any], ...]:
         if value is None:
-            return []
+            return ()
         if not isinstance(value, list) or not all(isinstance(step, dict) for step in value):
             raise self._refuse("chained", value, "a list of objects")
-        return value
+        return tuple(value)
 
     def _number(self, name: str, value: Any, upper: float) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -161,11 +207,11 @@ class _Envelope:
             raise self._refuse("unique.untilProcessing", lock.get("untilProcessing"), "true or false")
         return {"key": lock["key"], "via": lock.get("via"), "untilProcessing": lock.get("untilProcessing", False)}
 
-    def headers(self) -> dict[str, str]:
+    def headers(self) -> Mapping[str, str]:
         """The ``headers`` map: at most 32 text entries (names up to 128, values up to 4096)."""
         value = self.doc.get("headers")
         if value is None:
-            return {}
+            return NO_HEADERS
         if not isinstance(value, dict) or len(value) > MAX_HEADERS:
             raise self._refuse("headers", value, f"a JSON object of at most {MAX_HEADERS} entries")
         for name, text in value.items():
@@ -207,22 +253,30 @@ class Payload:
     fail_on_timeout: bool = False
     attempts: int = 0
     pushed_at: float = dataclasses.field(default_factory=time.time)
-    chained: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    #: The later steps of this job's chain, each ``{"destination", "payload"}``.
+    chained: tuple[dict[str, Any], ...] = ()
     #: The unique-job lock this job holds: ``{"key", "via", "untilProcessing"}``.
     unique: dict[str, Any] | None = None
     #: The batch this job belongs to (``id@connection``).
     batch_id: str | None = None
     #: Jobs to push when a step of this job's chain fails for good, and when the chain ends.
-    chain_catch: list[dict[str, Any]] = dataclasses.field(default_factory=list)
-    chain_finally: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+    chain_catch: tuple[dict[str, Any], ...] = ()
+    chain_finally: tuple[dict[str, Any], ...] = ()
     signature: str | None = None
     #: Text metadata that travels with the job (W3C ``traceparent`` when tracing is on).
-    headers: dict[str, str] = dataclasses.field(default_factory=dict)
+    headers: Mapping[str, str] = dataclasses.field(default_factory=lambda: NO_HEADERS)
+
+    def __post_init__(self) -> None:
+        """Step lists given as lists (a hand-built payload) become tuples, as a parsed one's
+        are, so that the two compare equal. (``checked`` skips this: its callers pass tuples.)"""
+        for name in ("chained", "chain_catch", "chain_finally"):
+            if not isinstance(getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"commandName": self.command_name, "command": self.command}
         if self.chained:
-            data["chained"] = self.chained
+            data["chained"] = list(self.chained)
         doc: dict[str, Any] = {
             "uuid": self.uuid,
             "displayName": self.display_name,
@@ -243,9 +297,9 @@ class Payload:
         if self.batch_id is not None:
             doc["batchId"] = self.batch_id
         if self.chain_catch:
-            doc["chainCatch"] = self.chain_catch
+            doc["chainCatch"] = list(self.chain_catch)
         if self.chain_finally:
-            doc["chainFinally"] = self.chain_finally
+            doc["chainFinally"] = list(self.chain_finally)
         if self.headers:
             doc["headers"] = dict(self.headers)
         if self.signature is not None:
@@ -255,10 +309,13 @@ class Payload:
     def to_json(self) -> str:
         """The payload as compact JSON; NaN and Infinity are refused (JSON has neither)."""
         try:
-            return _ENCODER.encode(self.to_dict())
+            return _encode(self.to_dict())
         except ValueError as exc:
             raise SerializationError(f"cannot queue {self.display_name}: {exc} (NaN and "
                                      "Infinity are not JSON)", job_uuid=self.uuid) from exc
+        except RecursionError:
+            raise SerializationError(f"cannot queue {self.display_name}: its data is nested too "
+                                     "deeply (or refers to itself)", job_uuid=self.uuid) from None
 
     @classmethod
     def from_dict(cls, doc: dict[str, Any]) -> Payload:

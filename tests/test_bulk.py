@@ -210,3 +210,22 @@ def test_exponential_backoff_becomes_delays_at_dispatch() -> None:
         assert [5 <= delays[0] <= 10, 10 <= delays[1] <= 20, 20 <= delays[2] <= 40] == [True] * 3
     with pytest.raises(ValueError):
         eventbus.exponential(base=0.5)
+
+
+def test_a_destination_due_now_is_shared_and_one_with_a_delay_is_not() -> None:
+    """A bulk push holds one destination a job until it sends; the ones without a delay are
+    shared (they are immutable), so holding 500 jobs does not hold 500 of them."""
+    from eventbus.dispatching import _DUE_NOW_MAX, Destination
+
+    first = Destination.of(jobs.Record(1))
+    assert Destination.of(jobs.Record(2)) is first
+    assert Destination.of(jobs.Record(2), queue="other") is not first
+    assert Destination.of(jobs.Record(2), queue="other").queue == "other"
+    assert Destination.of(jobs.Record(2), delay=5) is not Destination.of(jobs.Record(2), delay=5)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        first.queue = "changed"  # type: ignore[misc]
+    for n in range(_DUE_NOW_MAX + 5):  # per-tenant queue names do not grow the table for ever
+        assert Destination.of(jobs.Record(n), queue=f"tenant-{n}").queue == f"tenant-{n}"
+    from eventbus import dispatching
+
+    assert len(dispatching._DUE_NOW) <= _DUE_NOW_MAX

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import json
+import pickle
 
 import pytest
 
 import eventbus
 from eventbus import runtime, urls
-from eventbus.errors import ConfigurationError, DeserializationError
+from eventbus.errors import ConfigurationError, DeserializationError, SerializationError
 from eventbus.dispatching import make_payload
-from eventbus.payload import Payload, sign, verify
+from eventbus.payload import NO_HEADERS, Payload, sign, verify
 
 
 class Podcast(eventbus.Job):
@@ -52,6 +54,35 @@ def test_the_fast_constructor_builds_what_the_dataclass_builds_and_refuses_a_mis
         Payload.checked(**fields)
     with pytest.raises(TypeError, match=r"missing \['headers'\], unknown \['header'\]"):
         Payload.checked(**fields, header={})
+
+
+def test_a_payload_without_steps_or_headers_holds_shared_read_only_empties() -> None:
+    """A payload held for a bulk push costs the garbage collector for every container it holds;
+    the empty step lists and headers are shared, so they must be ones nobody can change."""
+    built, parsed = make_payload(Podcast(7)), Payload.from_json(make_payload(Podcast(8)).to_json())
+    for payload in (built, parsed, Payload(display_name="P", command_name="p.P", command={})):
+        assert payload.chained == payload.chain_catch == payload.chain_finally == ()
+        assert payload.headers is NO_HEADERS and payload.headers == {}
+    with pytest.raises(TypeError, match="read-only"):
+        built.headers["traceparent"] = "00-abc"  # type: ignore[index]
+    for copied in (copy.deepcopy(built), pickle.loads(pickle.dumps(built))):
+        assert copied == built and copied.headers is NO_HEADERS
+    assert dataclasses.asdict(built)["headers"] == {} and json.dumps(built.headers) == "{}"
+    steps = [{"destination": {"connection": "sync", "queue": None, "delay": 0.0}, "payload": {}}]
+    chained = make_payload(Podcast(7), chained=steps, chain_catch=steps, chain_finally=steps)
+    steps.clear()  # the caller's list is copied, not kept
+    again = Payload.from_json(chained.to_json())
+    assert again == chained and len(again.chained) == len(again.chain_catch) == 1
+    by_hand = Payload(display_name="P", command_name="p.P", command={}, chained=[{"n": 1}])
+    assert Payload.from_json(by_hand.to_json()) == by_hand and by_hand.chained == ({"n": 1},)
+    assert json.loads(chained.to_json())["chainFinally"] == json.loads(again.to_json())["chainFinally"]
+
+
+def test_a_payload_that_refers_to_itself_is_refused_with_one_clear_error() -> None:
+    looped: dict[str, object] = {}
+    looped["self"] = looped
+    with pytest.raises(SerializationError, match="nested too deeply"):
+        Payload(display_name="P", command_name="p.P", command=looped).to_json()
 
 
 def test_retry_until_seconds_become_a_timestamp() -> None:
