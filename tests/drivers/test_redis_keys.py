@@ -113,3 +113,39 @@ def test_a_bulk_push_leaves_what_one_push_per_job_leaves(redis_client: redis.Red
     q.bulk([fresh, fresh], "twice")
     assert redis_client.lrange("queues:{twice}", 0, -1) == [fresh.uuid.encode()]
     assert redis_client.llen("queues:{twice}:notify") == 1
+
+
+def test_reserve_takes_and_settles_more_jobs_than_lua_can_unpack_at_once(redis_client: redis.Redis) -> None:
+    """reserve.lua sends each command once for a whole batch; a batch larger than Lua's stack
+    (a large --prefetch, many acknowledgements) goes in slices and loses nothing."""
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    q = eventbus.connection()
+    items = [payload(n) for n in range(9000)]
+    q.bulk(items, "big")
+    taken = q.reserve("big", 8500).jobs
+    assert [job.job_id for job in taken] == [p.uuid for p in items[:8500]]
+    assert {job.attempts for job in taken} == {1} and len({job.token for job in taken}) == 8500
+    assert redis_client.zcard("queues:{big}:reserved") == redis_client.hlen("queues:{big}:tokens") == 8500
+    assert redis_client.llen("queues:{big}:notify") == 500  # one wake-up token taken a job
+
+    assert q.reserve("big", 0, acks=taken).jobs == []
+    assert redis_client.zcard("queues:{big}:reserved") == redis_client.hlen("queues:{big}:tokens") == 0
+    assert redis_client.hlen("queues:{big}:bodies") == 500 and redis_client.hlen("queues:{big}:attempts") == 0
+    assert q.size("big") == 500
+
+
+def test_reserve_skips_duplicate_and_bodiless_entries_and_counts_attempts(redis_client: redis.Redis) -> None:
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    q = eventbus.connection()
+    first, second, third = payload(1), payload(2), payload(3)
+    q.bulk([first, second, third], "dup")
+    # a duplicate entry of the first job and the id of a job whose body is gone, ahead of the rest
+    redis_client.lpush("queues:{dup}", "gone", first.uuid)
+    redis_client.hset("queues:{dup}:attempts", second.uuid, 4)
+    jobs = q.reserve("dup", 3).jobs
+    assert [job.job_id for job in jobs] == [first.uuid, second.uuid, third.uuid]
+    assert [job.attempts for job in jobs] == [1, 5, 1]
+    assert redis_client.hgetall("queues:{dup}:attempts") == {
+        first.uuid.encode(): b"1", second.uuid.encode(): b"5", third.uuid.encode(): b"1"}
+    assert redis_client.llen("queues:{dup}") == 0
+    assert q.reserve("dup", 3).jobs == []  # the duplicate was dropped, not reserved twice

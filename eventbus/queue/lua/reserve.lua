@@ -28,15 +28,49 @@ local function holds(id, token)
   return redis.call('hget', KEYS[7], id) == token
 end
 
+-- unpack() puts its values on Lua's stack, which holds 8,000: a command over more values than a
+-- slice (a worker with a large prefetch or many acknowledgements) is sent a slice at a time.
+-- SLICE is even, so (field, value) pairs stay together.
+local SLICE = 1000
+
+local function call_sliced(command, key, values)
+  for i = 1, #values, SLICE do
+    redis.call(command, key, unpack(values, i, math.min(i + SLICE - 1, #values)))
+  end
+end
+
+local function hmget(key, ids)
+  local found = {}
+  for i = 1, #ids, SLICE do
+    local part = redis.call('hmget', key, unpack(ids, i, math.min(i + SLICE - 1, #ids)))
+    for j = 1, #part do
+      found[#found + 1] = part[j]
+    end
+  end
+  return found
+end
+
+-- Steps 1 and 5 run once a job for every job a worker runs, so they send each command once for
+-- all the jobs (a redis.call costs about as much as the work it does for one job).
 local count = tonumber(ARGV[at])
-for i = at + 1, at + 2 * count, 2 do
-  local id = ARGV[i]
-  if holds(id, ARGV[i + 1]) then
-    redis.call('zrem', KEYS[3], id)
-    redis.call('hdel', KEYS[5], id)
-    redis.call('hdel', KEYS[6], id)
-    redis.call('hdel', KEYS[7], id)
-    redis.call('hdel', KEYS[8], id)
+if count > 0 then
+  local ids, tokens = {}, {}
+  for i = at + 1, at + 2 * count, 2 do
+    ids[#ids + 1] = ARGV[i]
+    tokens[#tokens + 1] = ARGV[i + 1]
+  end
+  local held = hmget(KEYS[7], ids)
+  local done = {}
+  for n, id in ipairs(ids) do
+    if held[n] == tokens[n] then
+      done[#done + 1] = id
+    end
+  end
+  if #done > 0 then
+    call_sliced('zrem', KEYS[3], done)
+    for key = 5, 8 do
+      call_sliced('hdel', KEYS[key], done)
+    end
   end
 end
 at = at + 2 * count + 1
@@ -94,32 +128,54 @@ for i = #expired, 1, -1 do
   redis.call('rpush', KEYS[4], 1)
 end
 
-local jobs = {}
+-- Pop what is still wanted from the head of the ready list (LRANGE + LTRIM: LPOP with a count
+-- needs Redis 6.2), with one wake-up token each; skip what cannot run, and pop again for it.
+-- Built for one ZADD and two HSETs at the end: (expiry, id), (id, token) and (id, attempts).
+local jobs, reserved, owners, tallies, seen = {}, {}, {}, {}, {}
 local limit = tonumber(ARGV[3])
 local woken = ARGV[4] == '1'
 local taken = 0
 while taken < limit do
-  local id = redis.call('lpop', KEYS[1])
-  if not id then
+  local ids = redis.call('lrange', KEYS[1], 0, limit - taken - 1)
+  if #ids == 0 then
     break
   end
+  redis.call('ltrim', KEYS[1], #ids, -1)
+  local spent = #ids
   if woken then
     woken = false
-  else
-    redis.call('lpop', KEYS[4])
+    spent = spent - 1
   end
-  local body = redis.call('hget', KEYS[5], id)
-  if body and not redis.call('zscore', KEYS[3], id) then
-    taken = taken + 1
-    local token = ARGV[5] .. taken
-    jobs[#jobs + 1] = id
-    jobs[#jobs + 1] = body
-    jobs[#jobs + 1] = redis.call('hincrby', KEYS[6], id, 1)
-    jobs[#jobs + 1] = redis.call('hget', KEYS[8], id) or false
-    jobs[#jobs + 1] = token
-    redis.call('zadd', KEYS[3], expiry, id)
-    redis.call('hset', KEYS[7], id, token)
+  if spent > 0 then
+    redis.call('ltrim', KEYS[4], spent, -1)
   end
+  local bodies = hmget(KEYS[5], ids)
+  local counts = hmget(KEYS[6], ids)
+  local failures = hmget(KEYS[8], ids)
+  for n, id in ipairs(ids) do
+    if bodies[n] and not seen[id] and not redis.call('zscore', KEYS[3], id) then
+      taken = taken + 1
+      local token = ARGV[5] .. taken
+      local attempts = (tonumber(counts[n]) or 0) + 1
+      jobs[#jobs + 1] = id
+      jobs[#jobs + 1] = bodies[n]
+      jobs[#jobs + 1] = attempts
+      jobs[#jobs + 1] = failures[n]
+      jobs[#jobs + 1] = token
+      reserved[#reserved + 1] = expiry
+      reserved[#reserved + 1] = id
+      owners[#owners + 1] = id
+      owners[#owners + 1] = token
+      tallies[#tallies + 1] = id
+      tallies[#tallies + 1] = string.format('%d', attempts)
+      seen[id] = true
+    end
+  end
+end
+if taken > 0 then
+  call_sliced('zadd', KEYS[3], reserved)
+  call_sliced('hset', KEYS[7], owners)
+  call_sliced('hset', KEYS[6], tallies)
 end
 local next_due = '-1'
 if taken == 0 then
