@@ -149,3 +149,13 @@ def test_reserve_skips_duplicate_and_bodiless_entries_and_counts_attempts(redis_
         first.uuid.encode(): b"1", second.uuid.encode(): b"5", third.uuid.encode(): b"1"}
     assert redis_client.llen("queues:{dup}") == 0
     assert q.reserve("dup", 3).jobs == []  # the duplicate was dropped, not reserved twice
+
+
+def test_a_limit_beyond_any_queue_reserves_what_there_is(redis_client: redis.Redis) -> None:
+    """The ready list is read a pass of at most 10,000 ids at a time, so a limit of 10**17 (an
+    unbounded --prefetch) is never sent to LRANGE as 1e+17."""
+    eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
+    q = eventbus.connection()
+    items = [payload(n) for n in range(10003)]
+    q.bulk(items, "all")
+    assert [job.job_id for job in q.reserve("all", 10**17).jobs] == [p.uuid for p in items]

@@ -32,6 +32,8 @@ end
 -- slice (a worker with a large prefetch or many acknowledgements) is sent a slice at a time.
 -- SLICE is even, so (field, value) pairs stay together.
 local SLICE = 1000
+-- At most this many ids are popped a pass of step 5 (a huge limit is also sent as an integer).
+local PASS = 10000
 
 local function call_sliced(command, key, values)
   for i = 1, #values, SLICE do
@@ -136,7 +138,7 @@ local limit = tonumber(ARGV[3])
 local woken = ARGV[4] == '1'
 local taken = 0
 while taken < limit do
-  local ids = redis.call('lrange', KEYS[1], 0, limit - taken - 1)
+  local ids = redis.call('lrange', KEYS[1], 0, math.min(limit - taken, PASS) - 1)
   if #ids == 0 then
     break
   end
