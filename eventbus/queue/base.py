@@ -76,6 +76,18 @@ class Reserved:
     lost: set[str] = dataclasses.field(default_factory=set)
 
 
+def pop_up_to(limit: int, pop: Callable[[], QueueJob | None]) -> list[QueueJob]:
+    """Up to ``limit`` jobs, one ``pop()`` each, until one finds none: how a driver that cannot
+    reserve many in one request reserves many."""
+    jobs: list[QueueJob] = []
+    while len(jobs) < limit:
+        job = pop()
+        if job is None:
+            break
+        jobs.append(job)
+    return jobs
+
+
 @dataclasses.dataclass
 class QueueJob:
     """A reserved job as the worker sees it: the raw body, the live attempt count, the token."""
@@ -359,13 +371,7 @@ class Queue(abc.ABC):
         for job in give_back:
             if self.release_reserved(job, 0.0):
                 self.uncount_attempt(job)
-        jobs: list[QueueJob] = []
-        while len(jobs) < limit:
-            popped = self.pop(queue)
-            if popped is None:
-                break
-            jobs.append(popped)
-        return Reserved(jobs, lost)
+        return Reserved(pop_up_to(limit, lambda: self.pop(queue)), lost)
 
     def abandon_wait(self) -> None:
         """A blocking wait was cut short (a signal): drop the connection it was reading from, so

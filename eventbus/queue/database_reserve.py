@@ -36,7 +36,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from eventbus.queue.base import Queue, QueueJob, Reserved
+from eventbus.queue.base import Queue, QueueJob, Reserved, pop_up_to
 from eventbus.queue.database_postgres import PostgresStatements, notify
 from eventbus.queue.database_schema import MAX_ATTEMPTS
 from eventbus.sql import as_bytes, is_row_problem, server_clock
@@ -264,13 +264,7 @@ class Reservations:
         engine = self.worker_engine if self.dialect == "postgresql" else self.engine
         with engine.begin() as conn:
             kept = self._settle(conn, acks, renew, give_back)
-        jobs: list[QueueJob] = []
-        while len(jobs) < limit:
-            job = self.pop(name)
-            if job is None:
-                break
-            jobs.append(job)
-        return Reserved(jobs, self._renewed(renew, kept, started))
+        return Reserved(pop_up_to(limit, lambda: self.pop(name)), self._renewed(renew, kept, started))
 
     # -- what only the holder of a reservation may do -----------------------------------------
     def deletion(self, job: QueueJob) -> Any:
