@@ -15,15 +15,14 @@ from eventbus.errors import EventBusError
 from eventbus.failed.base import FailedJob, FailedJobStore, FailOutcome, alternative_record
 from eventbus.queue.base import QueueJob
 from eventbus.queue.database import DatabaseQueue
-from eventbus.queue.database_schema import LONG_TEXT
+from eventbus.queue.database_schema import LONG_TEXT, ROW_ID
 from eventbus.sql import engine_for, ensure_tables, guarded
 
 
 def failed_jobs_table(metadata: sa.MetaData, name: str = "failed_jobs") -> sa.Table:
     return sa.Table(
         name, metadata,
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
-                  autoincrement=True),
+        sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
         sa.Column("uuid", sa.String(100), nullable=False, unique=True),
         sa.Column("connection", sa.String(191), nullable=False),
         sa.Column("queue", sa.String(191), nullable=False),

@@ -22,13 +22,15 @@ MAX_ATTEMPTS = 2**31 - 1
 #: Text with no practical length limit (MySQL/MariaDB's TEXT stops at 64 KB); payloads and
 #: tracebacks go in it, here and in the failed-job table.
 LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
+#: The id of a row, here and in the failed-job table: 64-bit, but SQLite's own INTEGER there
+#: (only an INTEGER PRIMARY KEY is SQLite's autoincrementing rowid).
+ROW_ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
 
 
 def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:
     return sa.Table(
         name, metadata,
-        sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True,
-                  autoincrement=True),
+        sa.Column("id", ROW_ID, primary_key=True, autoincrement=True),
         sa.Column("uuid", sa.String(64), nullable=False, unique=True),
         sa.Column("queue", sa.String(191), nullable=False),
         sa.Column("payload", LONG_TEXT, nullable=False),
