@@ -36,7 +36,7 @@ def seal(command: dict[str, Any], key: str | None) -> dict[str, Any]:
 
 
 def is_sealed(command: Any) -> bool:
-    return isinstance(command, dict) and set(command) == {MARKER}
+    return isinstance(command, dict) and len(command) == 1 and MARKER in command
 
 
 def unseal(command: dict[str, Any], key: str | None) -> dict[str, Any]:

@@ -131,10 +131,6 @@ class _Envelope:
             raise self._refuse(name, value, "non-empty text")
         return value
 
-    def optional_text(self, name: str) -> str | None:
-        value = self.doc.get(name)
-        return None if value is None else self.text(name, value)
-
     def mapping(self, name: str, value: Any) -> dict[str, Any]:
         if not isinstance(value, dict):
             raise self._refuse(name, value, "a JSON object")
@@ -166,25 +162,16 @@ class _Envelope:
             raise self._refuse(name, value, f"a finite number up to {upper:g}")
         return number
 
-    def seconds(self, name: str) -> float | None:
-        value = self.doc.get(name)
-        if value is None:
-            return None
+    def seconds_of(self, name: str, value: Any) -> float:
         seconds = self._number(name, value, MAX_SECONDS)
         if seconds < 0:
             raise self._refuse(name, value, "seconds >= 0")
         return seconds
 
-    def timestamp(self, name: str) -> float | None:
-        value = self.doc.get(name)
-        return None if value is None else self._number(name, value, MAX_TIMESTAMP)
+    def timestamp_of(self, name: str, value: Any) -> float:
+        return self._number(name, value, MAX_TIMESTAMP)
 
-    def count(self, name: str, *, optional: bool) -> int | None:
-        value = self.doc.get(name)
-        if value is None and optional:
-            return None
-        if value is None:
-            return 0
+    def count_of(self, name: str, value: Any) -> int:
         if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
             raise self._refuse(name, value, f"a whole number from 0 to {MAX_COUNT}")
         return value
@@ -329,28 +316,33 @@ class Payload:
         if not isinstance(doc, dict):
             raise DeserializationError("payload is not a JSON object")
         fields = _Envelope(doc)
-        data = fields.mapping("data", doc.get("data"))
+        get = doc.get
+        data = fields.mapping("data", get("data"))
         command_name = fields.text("commandName", data.get("commandName"))
+        # Most optional fields are absent or null: each is read once and checked only when set.
+        max_tries, max_exceptions, timeout = get("maxTries"), get("maxExceptions"), get("timeout")
+        retry_until, attempts, pushed_at = get("retryUntil"), get("attempts"), get("pushedAt")
+        fail_on_timeout, batch_id, signature = get("failOnTimeout", False), get("batchId"), get("signature")
         return cls.checked(
-            uuid=fields.text("uuid", doc.get("uuid")),
-            display_name=fields.text("displayName", doc.get("displayName") or command_name),
-            job=fields.text("job", doc.get("job")),
+            uuid=fields.text("uuid", get("uuid")),
+            display_name=fields.text("displayName", get("displayName") or command_name),
+            job=fields.text("job", get("job")),
             command_name=command_name,
             command=fields.mapping("command", data.get("command")),
             chained=fields.chain(data.get("chained")),
-            max_tries=fields.count("maxTries", optional=True),
-            max_exceptions=fields.count("maxExceptions", optional=True),
+            max_tries=None if max_tries is None else fields.count_of("maxTries", max_tries),
+            max_exceptions=None if max_exceptions is None else fields.count_of("maxExceptions", max_exceptions),
             backoff=fields.backoff(),
-            timeout=fields.seconds("timeout"),
-            retry_until=fields.timestamp("retryUntil"),
-            fail_on_timeout=fields.flag("failOnTimeout"),
-            attempts=fields.count("attempts", optional=False) or 0,
-            pushed_at=fields.timestamp("pushedAt") or 0.0,
+            timeout=None if timeout is None else fields.seconds_of("timeout", timeout),
+            retry_until=None if retry_until is None else fields.timestamp_of("retryUntil", retry_until),
+            fail_on_timeout=fail_on_timeout if fail_on_timeout is False else fields.flag("failOnTimeout"),
+            attempts=0 if attempts is None else fields.count_of("attempts", attempts),
+            pushed_at=0.0 if pushed_at is None else fields.timestamp_of("pushedAt", pushed_at),
             unique=fields.unique(),
-            batch_id=fields.optional_text("batchId"),
+            batch_id=None if batch_id is None else fields.text("batchId", batch_id),
             chain_catch=fields.steps("chainCatch"),
             chain_finally=fields.steps("chainFinally"),
-            signature=fields.optional_text("signature"),
+            signature=None if signature is None else fields.text("signature", signature),
             headers=fields.headers(),
         )
 

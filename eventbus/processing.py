@@ -174,8 +174,8 @@ def refuse_if_it_could_outlive_its_reservation(job: QueueJob, timeout: float, op
     connection's retry_after: its reservation could expire while it runs and a second worker
     would run it at once. (``dispatch`` refuses such a job already; this catches the others.)"""
     queue = job.queue
-    if not queue.holds_reservations:
-        return None
+    if not queue.holds_reservations or 0 < timeout and timeout + options.grace < queue.retry_after:
+        return None  # the common case, decided without building timeout_conflict's sentence
     problem = timeout_conflict(f"{job.payload().display_name}'s timeout", timeout, options.grace,
                                queue.retry_after, queue.connection_name,
                                "Lower the job's timeout or raise retry_after.")

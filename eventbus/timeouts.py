@@ -31,8 +31,11 @@ GRACE_ENV = "EVENTBUS_TIMEOUT_GRACE"
 DEFAULT_GRACE_S = 5.0
 
 
+_HAS_SETITIMER = hasattr(signal, "setitimer")
+
+
 def can_interrupt() -> bool:
-    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    return _HAS_SETITIMER and threading.current_thread() is threading.main_thread()
 
 
 #: What the armed alarm interrupts: (what, seconds), or None when nothing is armed.

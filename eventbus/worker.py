@@ -93,6 +93,8 @@ class Worker:
         self.paused = False
         #: Queues paused for every worker (``eventbus.monitoring.pausing``), read once a second.
         self.paused_queues: frozenset[str] = frozenset()
+        self._active: list[str] = list(self.queues)
+        self._active_for = self.paused_queues
         self.jobs_processed = 0
         self._watchdog = Watchdog(self.options.timeout_grace_s, self._give_up_on)
         self._waiting = False
@@ -282,6 +284,8 @@ class Worker:
         """
         now = time.monotonic()
         age = now - self._signals_checked_at
+        if self._signals_cache is not None and age < SIGNAL_CHECK_INTERVAL_S:
+            return self._signals_cache  # asked three times a job: the common case first
         if self._signals_cache is None or age >= SIGNAL_CHECK_INTERVAL_S * (2 if self._holds_jobs() else 1):
             try:
                 self._signals_cache = self.queue.signals()
@@ -344,7 +348,11 @@ class Worker:
     def _active_queues(self) -> list[str]:
         """The worker's queues in order, without those paused for every worker."""
         self._signals()
-        return [name for name in self.queues if name not in self.paused_queues]
+        paused = self.paused_queues
+        if paused is not self._active_for:  # the paused set changed (or was read again)
+            self._active = [name for name in self.queues if name not in paused]
+            self._active_for = paused
+        return self._active
 
     def _wait(self, limit: float | None = None) -> None:
         """Wait for work, at most ``--sleep`` seconds (or ``limit``)."""

@@ -50,17 +50,11 @@ def job_name(job: QueueJob) -> str:
         return "(unreadable payload)"
 
 
-def pushed_at(job: QueueJob) -> float | None:
-    """When the job was pushed, from its parsed payload (a body that cannot be read: None)."""
-    try:
-        value = job.payload().pushed_at
-    except DeserializationError:
-        return pushed_at_of(job.raw)
-    return value if value > 0 else None
+_STATUSES = {"DONE": "done", "FAIL": "failed"}
 
 
 def status_of(outcome: Outcome) -> str:
-    return {"DONE": "done", "FAIL": "failed"}.get(outcome.value, "released")
+    return _STATUSES.get(outcome.value, "released")
 
 
 def flush_interval_from_env() -> float:
@@ -85,8 +79,8 @@ class WorkerMonitor(WorkerObserver):
         self.paused = pausing.PausedQueues(store, connection)
         self.info: WorkerInfo | None = None
         self._lock = threading.Lock()
-        #: (job, name, status, runtime, wait, finished at, worker) of the latest attempts.
-        self._recent: collections.deque[tuple[QueueJob, str, str, float, float | None, float, str]] = \
+        #: (uuid, queue, attempt, name, status, runtime, wait, finished at, worker) of the latest attempts.
+        self._recent: collections.deque[tuple[str, str, int, str, str, float, float | None, float, str]] = \
             collections.deque(maxlen=RECENT_PER_WORKER)
         self._recent_version = 0
         self._written_version = 0
@@ -119,15 +113,22 @@ class WorkerMonitor(WorkerObserver):
 
     def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
-        status, name = status_of(outcome), job_name(job)
-        wait_s = None
-        if job.attempts <= 1:
-            pushed = pushed_at(job)
-            wait_s = max(self._job_started_at - pushed, 0.0) if pushed else None
+        status = _STATUSES.get(outcome.value, "released")
+        try:  # the name and the push time, from one look at the payload (every job comes here)
+            payload = job.payload()
+        except DeserializationError:
+            name, uuid = "(unreadable payload)", job.uuid
+            pushed = pushed_at_of(job.raw) if job.attempts <= 1 else None
+        else:
+            name, uuid, pushed = payload.display_name, payload.uuid, payload.pushed_at
+        wait_s = (max(self._job_started_at - pushed, 0.0)
+                  if pushed is not None and pushed > 0 and job.attempts <= 1 else None)
         now = time.time()
         self.recorder.record(job.queue_name, name, status, runtime_s, wait_s, at=now)
-        # the raw facts only: the heartbeat thread builds the FinishedJob entries it writes
-        finished = (job, name, status, runtime_s, wait_s, now, worker.options.name)
+        # the raw facts only: the heartbeat thread builds the FinishedJob entries it writes (and
+        # not the job itself, which would keep 50 bodies and parsed payloads alive)
+        finished = (uuid, job.queue_name, job.attempts, name, status, runtime_s, wait_s, now,
+                    worker.options.name)
         with self._lock:
             self._recent.appendleft(finished)
             self._recent_version += 1
@@ -168,10 +169,10 @@ class WorkerMonitor(WorkerObserver):
             recent = list(self._recent) if changed else None
             version = self._recent_version
         entries = None if recent is None else [
-            FinishedJob(uuid=job.uuid, name=name, queue=job.queue_name, status=outcome, attempt=job.attempts,
+            FinishedJob(uuid=uuid, name=name, queue=queue, status=outcome, attempt=attempt,
                         runtime_s=runtime_s, wait_s=wait_s, finished_at=at, worker=worker_name,
                         connection=self.connection)
-            for job, name, outcome, runtime_s, wait_s, at, worker_name in recent]
+            for uuid, queue, attempt, name, outcome, runtime_s, wait_s, at, worker_name in recent]
         return info, entries, version
 
     def _report(self, worker: Worker) -> None:

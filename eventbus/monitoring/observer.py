@@ -10,7 +10,7 @@ observer's exception and goes on, so watching a worker can never break it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -43,10 +43,16 @@ class WorkerObserver:
 
 
 class Observers(WorkerObserver):
-    """Several observers as one; an observer that raises is logged and skipped."""
+    """Several observers as one; an observer that raises is logged and skipped.
+
+    The per-job hooks are looked up once: an observer that does not override ``job_started`` or
+    ``job_finished`` costs nothing per job (every job calls both).
+    """
 
     def __init__(self, observers: Sequence[WorkerObserver] = ()) -> None:
         self.observers = list(observers)
+        self._job_started = _overriding(self.observers, "job_started")
+        self._job_finished = _overriding(self.observers, "job_finished")
 
     def _each(self, hook: str, *args: object) -> list[object]:
         results = []
@@ -64,12 +70,31 @@ class Observers(WorkerObserver):
         self._each("worker_stopped", worker, status)
 
     def job_started(self, worker: Worker, job: QueueJob) -> None:
-        self._each("job_started", worker, job)
+        for hook in self._job_started:
+            try:
+                hook(worker, job)
+            except Exception:
+                _log_failure(hook, "job_started")
 
     def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
-        self._each("job_finished", worker, job, outcome, runtime_s, exc)
+        for hook in self._job_finished:
+            try:
+                hook(worker, job, outcome, runtime_s, exc)
+            except Exception:
+                _log_failure(hook, "job_finished")
 
     def paused_queues(self, worker: Worker) -> frozenset[str] | None:
         answers = [a for a in self._each("paused_queues", worker) if isinstance(a, frozenset)]
         return frozenset().union(*answers) if answers else None
+
+
+def _overriding(observers: Sequence[WorkerObserver], hook: str) -> list[Callable[..., None]]:
+    """The bound ``hook`` of each observer that does something in it (not the base no-op)."""
+    base = getattr(WorkerObserver, hook)
+    return [getattr(o, hook) for o in observers if getattr(type(o), hook, None) is not base]
+
+
+def _log_failure(hook: Callable[..., None], name: str) -> None:
+    owner = getattr(hook, "__self__", hook)
+    log.exception("worker observer %s failed in %s", type(owner).__name__, name)
