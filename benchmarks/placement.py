@@ -1,6 +1,6 @@
 """Why the two-process drain of ``peers.py`` varies from run to run: where Linux puts the workers.
 
-    python benchmarks/placement.py [--only eventbus,huey] [--jobs 20000] [--rounds 4]
+    python benchmarks/placement.py [--only eventbus,huey,floor] [--jobs 20000] [--rounds 4] [--pinned]
 
 Two worker processes and the Redis server are three busy processes; on a machine with two CPUs
 the scheduler keeps the two workers on one CPU (Redis alone on the other) for most of a drain and
@@ -13,6 +13,9 @@ arrangement:
 - together: both workers on one CPU, the server on the other;
 - apart: the workers on different CPUs;
 - moving: the scheduler moved one of them during the sample.
+
+``floor`` is a bare worker loop beside them (``peer_jobs/redis_floor_worker.py``: 32 bodies a
+pop, each parsed and its job run, nothing else): what a drain costs here without a queue library.
 
 Then, with ``--pinned``, the same drain with the arrangement forced (``taskset``): both workers
 on CPU 1 and the server on CPU 0. Linux only (``/proc``, ``sched_setaffinity``).
@@ -80,16 +83,17 @@ def drain_once(peer: Any, jobs: int, server_pid: int, *, pinned: bool) -> list[t
     """One drain; (arrangement, jobs, seconds) for each sample."""
     peer.reset()
     peer.dispatch(jobs)
-    command = peer.worker_commands(2, burst=True)[0]
+    commands = peer.worker_commands(2, burst=True)
     if pinned:
         os.sched_setaffinity(server_pid, {0})
-        command = ["taskset", "-c", "1", *command]
-    proc = subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        commands = [["taskset", "-c", "1", *command] for command in commands]
+    procs = [subprocess.Popen(command, start_new_session=True, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for command in commands]
     samples: list[tuple[str, int, float]] = []
     try:
         while peer.count() < EDGE_JOBS:
             time.sleep(0.002)
-        pids = session_processes(proc.pid)
+        pids = [pid for proc in procs for pid in session_processes(proc.pid)]
         start = {pid: cpu_of(pid)[0] for pid in pids}
         time.sleep(0.1)
         workers = busiest(pids, start)
@@ -109,16 +113,23 @@ def drain_once(peer: Any, jobs: int, server_pid: int, *, pinned: bool) -> list[t
             last = (count, now, cpus)
             time.sleep(SAMPLE_S)
     finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait()
+        for proc in procs:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGTERM)
+            proc.wait()
         if pinned:
             os.sched_setaffinity(server_pid, set(range(os.cpu_count() or 1)))
     return samples
 
 
+def spec_of(name: str) -> Any:
+    """A peer of ``peers.py`` by name; ``floor`` is the bare worker loop (``redis_floor_worker``)."""
+    return by_name("redis-py EVALSHA loop" if name == "floor" else name)
+
+
 def child(name: str, jobs: int, rounds: int, pinned: bool) -> None:
     """In the peer's environment: the drains, then one JSON line of jobs and seconds per arrangement."""
-    peer = importlib.import_module(by_name(name).module).Peer()
+    peer = importlib.import_module(spec_of(name).module).Peer()
     server_pid = int(peer.redis.info("server")["process_id"])
     totals: dict[str, list[float]] = collections.defaultdict(lambda: [0.0, 0.0])
     pinned_rates = []
@@ -134,7 +145,8 @@ def child(name: str, jobs: int, rounds: int, pinned: bool) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--only", default="eventbus,huey", help="peers of peers.py (Redis ones)")
+    parser.add_argument("--only", default="eventbus,huey,floor",
+                        help="Redis peers of peers.py; floor: a bare worker loop (a batched pop and the job)")
     parser.add_argument("--jobs", type=int, default=20000)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--pinned", action="store_true", help="also drain with both workers on CPU 1")
@@ -153,7 +165,7 @@ def main() -> None:
         print("| peer | arrangement | share of the drain | jobs/s |")
         print("|---|---|---|---|")
         for name in args.only.split(","):
-            spec = by_name(name)
+            spec = spec_of(name)
             python = venvs.ensure(args.venvs, spec.env_name, spec.requirements, ROOT)
             command = [str(python), str(pathlib.Path(__file__).resolve()), "--child", name, "--jobs",
                        str(args.jobs), "--rounds", str(args.rounds), *(["--pinned"] if args.pinned else [])]

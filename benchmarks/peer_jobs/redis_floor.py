@@ -1,15 +1,19 @@
 """The floor: a bare redis-py loop calling a one-line Lua push script per job (EVALSHA), no queue library.
 
 What one round trip per dispatched job costs on this machine with this client; a queue's
-one-call-per-job dispatch cannot beat it by much.
+one-call-per-job dispatch cannot beat it by much. Its workers (``redis_floor_worker``, used by
+``placement.py``, not by ``peers.py``'s table) are the same for a drain: a batched pop and the
+job, nothing else.
 """
 
 from __future__ import annotations
 
 import importlib.metadata
 import json
+import sys
 import uuid
 
+from peer_jobs import redis_floor_worker
 from peer_jobs._redis import RedisPeer
 
 PUSH = "return redis.call('RPUSH', KEYS[1], ARGV[1])"
@@ -22,4 +26,8 @@ class Peer(RedisPeer):
     def dispatch(self, n: int) -> None:
         sha = self.redis.script_load(PUSH)
         for _ in range(n):
-            self.redis.evalsha(sha, 1, "floor:queue", json.dumps({"uuid": uuid.uuid4().hex, "job": "incr"}))
+            self.redis.evalsha(sha, 1, redis_floor_worker.QUEUE, json.dumps({"uuid": uuid.uuid4().hex, "job": "incr"}))
+
+    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
+        """``processes`` bare worker loops; they always stop when the list is empty."""
+        return [[sys.executable, "-m", "peer_jobs.redis_floor_worker"] for _ in range(processes)]
