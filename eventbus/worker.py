@@ -346,7 +346,8 @@ class Worker:
         return max(o.max_jobs - self.jobs_processed, 1) if o.max_jobs else 0
 
     def _active_queues(self) -> list[str]:
-        """The worker's queues in order, without those paused for every worker."""
+        """The worker's queues in order, without those paused for every worker (one list, kept
+        until the paused set changes: callers read it, never change it)."""
         self._signals()
         paused = self.paused_queues
         if paused is not self._active_for:  # the paused set changed (or was read again)

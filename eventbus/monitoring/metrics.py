@@ -86,7 +86,8 @@ class MetricsRecorder:
         """Count one finished attempt (``status``: done, failed or released)."""
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
-        key = (int((time.time() if at is None else at) // BUCKET_S) * BUCKET_S, queue, job)  # bucket_of
+        at = time.time() if at is None else at
+        key = (int(at // BUCKET_S) * BUCKET_S, queue, job)  # bucket_of(at), inlined: once a job
         with self._lock:
             tally = self._pending.get(key)
             if tally is None:
