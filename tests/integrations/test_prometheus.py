@@ -61,12 +61,14 @@ def test_a_worker_serves_its_metrics(backend: Backend, start_worker: object) -> 
     assert sample(text, "eventbus_job_runtime_seconds_count", job_name="apps.jobs.Record") == 3
     assert sample(text, "eventbus_job_wait_seconds_count", job_name="apps.jobs.MaxExceptions") == 1
     assert sample(text, "eventbus_jobs_in_progress", queue="default") == 0
-    # depths are read at scrape time, cached for 5s
+    # depths are read at scrape time, cached for 5s: a read cached before the job failed for good
+    # shows no failed job yet, so wait for one taken after it
 
     def read_at_scrape() -> bool:
         text = scrape(port)
         return (sample(text, "eventbus_queue_jobs", queue="default", state="ready") == 0
-                and sample(text, "eventbus_workers", connection=conn) == 1)
+                and sample(text, "eventbus_workers", connection=conn) == 1
+                and re.search(r"^eventbus_failed_jobs 1\.0$", text, re.M) is not None)
 
     wait_for(read_at_scrape, timeout=30)
     text = scrape(port)
