@@ -33,7 +33,6 @@ import signal
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from typing import Any
 
@@ -158,7 +157,7 @@ def main() -> None:
         return
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVENTBUS_", "BENCH_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT)])
-    with redis_server.private_redis() as url, tempfile.TemporaryDirectory():
+    with redis_server.private_redis() as url:
         env["BENCH_REDIS_URL"] = url
         print(f"{os.cpu_count()} CPUs; {args.jobs:,} jobs a drain, {args.rounds} drains a peer, "
               f"2 worker processes; rates between the first and the last {EDGE_JOBS} jobs\n")
