@@ -49,7 +49,7 @@ from eventbus.events import (
 )
 from eventbus.failed.base import FailedJobStore, FailOutcome, describe_exception, record_for
 from eventbus.queue.base import QueueJob
-from eventbus.timeouts import interrupt_after, timeout_conflict
+from eventbus.timeouts import fits_reservation, interrupt_after, timeout_conflict
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +174,8 @@ def refuse_if_it_could_outlive_its_reservation(job: QueueJob, timeout: float, op
     connection's retry_after: its reservation could expire while it runs and a second worker
     would run it at once. (``dispatch`` refuses such a job already; this catches the others.)"""
     queue = job.queue
-    if not queue.holds_reservations or 0 < timeout and timeout + options.grace < queue.retry_after:
-        return None  # the common case, decided without building timeout_conflict's sentence
+    if not queue.holds_reservations or fits_reservation(timeout, options.grace, queue.retry_after):
+        return None  # the common case, decided before building the sentence's subject
     problem = timeout_conflict(f"{job.payload().display_name}'s timeout", timeout, options.grace,
                                queue.retry_after, queue.connection_name,
                                "Lower the job's timeout or raise retry_after.")

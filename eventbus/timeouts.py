@@ -123,11 +123,17 @@ def grace_s() -> float:
     return value
 
 
+def fits_reservation(timeout: float, grace: float, retry_after: float) -> bool:
+    """Whether an attempt of ``timeout`` (0: none) plus the watchdog's grace ends before a
+    reservation of ``retry_after`` expires."""
+    return timeout > 0 and timeout + grace < retry_after
+
+
 def timeout_conflict(subject: str, timeout: float, grace: float, retry_after: float, connection: str,
                      remedy: str) -> str | None:
     """Why ``timeout`` (0: none) cannot be used on a connection whose reservations expire after
     ``retry_after``, as one sentence starting with ``subject``; None when it can."""
-    if timeout > 0 and timeout + grace < retry_after:
+    if fits_reservation(timeout, grace, retry_after):
         return None
     reason = ("a job still running when its reservation expires is handed to a second worker, "
               f"which runs it at the same time. {remedy}")

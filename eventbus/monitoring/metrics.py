@@ -86,8 +86,7 @@ class MetricsRecorder:
         """Count one finished attempt (``status``: done, failed or released)."""
         if status not in STATUSES:
             raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
-        at = time.time() if at is None else at
-        key = (int(at // BUCKET_S) * BUCKET_S, queue, job)  # bucket_of(at), inlined: once a job
+        key = (bucket_of(time.time() if at is None else at), queue, job)
         with self._lock:
             tally = self._pending.get(key)
             if tally is None:

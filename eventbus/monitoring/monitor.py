@@ -43,11 +43,15 @@ STOP_GRACE_S = 3.0
 INTERVAL_ENV = "EVENTBUS_MONITOR_INTERVAL"
 
 
+#: The name a job goes by when its payload cannot be read.
+UNREADABLE = "(unreadable payload)"
+
+
 def job_name(job: QueueJob) -> str:
     try:
         return job.payload().display_name
     except DeserializationError:
-        return "(unreadable payload)"
+        return UNREADABLE
 
 
 _STATUSES = {"DONE": "done", "FAIL": "failed"}
@@ -113,11 +117,11 @@ class WorkerMonitor(WorkerObserver):
 
     def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
-        status = _STATUSES.get(outcome.value, "released")
-        try:  # the name and the push time, from one look at the payload (every job comes here)
+        status = status_of(outcome)
+        try:  # job_name(), the uuid and the push time from one look at the payload (every job)
             payload = job.payload()
         except DeserializationError:
-            name, uuid = "(unreadable payload)", job.uuid
+            name, uuid = UNREADABLE, job.uuid
             pushed = pushed_at_of(job.raw) if job.attempts <= 1 else None
         else:
             name, uuid, pushed = payload.display_name, payload.uuid, payload.pushed_at

@@ -60,7 +60,7 @@ class Observers(WorkerObserver):
             try:
                 results.append(getattr(observer, hook)(*args))
             except Exception:
-                log.exception("worker observer %s failed in %s", type(observer).__name__, hook)
+                _log_failure(observer, hook)
         return results
 
     def worker_started(self, worker: Worker) -> None:
@@ -70,31 +70,31 @@ class Observers(WorkerObserver):
         self._each("worker_stopped", worker, status)
 
     def job_started(self, worker: Worker, job: QueueJob) -> None:
-        for hook in self._job_started:
+        for observer, hook in self._job_started:
             try:
                 hook(worker, job)
             except Exception:
-                _log_failure(hook, "job_started")
+                _log_failure(observer, "job_started")
 
     def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
-        for hook in self._job_finished:
+        for observer, hook in self._job_finished:
             try:
                 hook(worker, job, outcome, runtime_s, exc)
             except Exception:
-                _log_failure(hook, "job_finished")
+                _log_failure(observer, "job_finished")
 
     def paused_queues(self, worker: Worker) -> frozenset[str] | None:
         answers = [a for a in self._each("paused_queues", worker) if isinstance(a, frozenset)]
         return frozenset().union(*answers) if answers else None
 
 
-def _overriding(observers: Sequence[WorkerObserver], hook: str) -> list[Callable[..., None]]:
-    """The bound ``hook`` of each observer that does something in it (not the base no-op)."""
+def _overriding(observers: Sequence[WorkerObserver],
+                hook: str) -> list[tuple[WorkerObserver, Callable[..., None]]]:
+    """Each observer that does something in ``hook`` (not the base no-op), with its bound hook."""
     base = getattr(WorkerObserver, hook)
-    return [getattr(o, hook) for o in observers if getattr(type(o), hook, None) is not base]
+    return [(o, getattr(o, hook)) for o in observers if getattr(type(o), hook, None) is not base]
 
 
-def _log_failure(hook: Callable[..., None], name: str) -> None:
-    owner = getattr(hook, "__self__", hook)
-    log.exception("worker observer %s failed in %s", type(owner).__name__, name)
+def _log_failure(observer: WorkerObserver, hook: str) -> None:
+    log.exception("worker observer %s failed in %s", type(observer).__name__, hook)

@@ -74,7 +74,7 @@ def test_observers_that_keep_a_hook_as_it_is_are_not_called_for_it() -> None:
     observers.job_finished(WORKER, JOB, Outcome.DONE, 0.1, None)
     assert only_starts.started == 1
     assert recording.calls == [("started", "job-1"), ("finished", ("job-1", Outcome.DONE, 0.1, None))]
-    assert observers._job_finished == [recording.job_finished]  # the others cost nothing per job
+    assert observers._job_finished == [(recording, recording.job_finished)]  # the others cost nothing per job
 
 
 def _finished(monitor: WorkerMonitor, job: QueueJob, outcome: Outcome) -> FinishedJob:
