@@ -125,6 +125,8 @@ async def _awaited(awaitable: Awaitable[T]) -> T:
 
 def resolve(value: Any) -> Any:
     """Await ``value`` on this thread's loop when it is awaitable; return it otherwise."""
+    if value is None:  # what almost every handle() returns: spare the ABC check
+        return None
     return run(value) if inspect.isawaitable(value) else value
 
 

@@ -16,7 +16,7 @@ from eventbus.errors import UnsafePayloadError
 from eventbus.middleware.pipeline import middleware_for, run_through
 from eventbus.payload import HANDLER_NAME, Payload, verify
 from eventbus.queue.base import QueueJob
-from eventbus.runtime import job_scope, settings
+from eventbus.runtime import has_job_scopes, job_scope, settings
 
 log = logging.getLogger(__name__)
 
@@ -31,15 +31,20 @@ class CallQueuedHandler:
     """
 
     def call(self, job: QueueJob, data: dict[str, Any]) -> None:
+        if not has_job_scopes():
+            return self._run(job, data)
         with job_scope():
-            command = self.resolve_command(data)
-            command._queue_job = job
-            lock = job.payload().unique
-            if lock is not None and lock["untilProcessing"]:
-                unique.release(lock, job.uuid)  # another one may be queued while this one runs
-            run_through(command, middleware_for(command, settings().middleware), run_command)
-            if lock is not None and not job.released:
-                unique.release(lock, job.uuid)
+            return self._run(job, data)
+
+    def _run(self, job: QueueJob, data: dict[str, Any]) -> None:
+        command = self.resolve_command(data)
+        command._queue_job = job
+        lock = job.payload().unique
+        if lock is not None and lock["untilProcessing"]:
+            unique.release(lock, job.uuid)  # another one may be queued while this one runs
+        run_through(command, middleware_for(command, settings().middleware), run_command)
+        if lock is not None and not job.released:
+            unique.release(lock, job.uuid)
 
     def failed(self, data: dict[str, Any], exc: BaseException, job: QueueJob | None = None) -> None:
         """Release a unique job's lock, then call the command's ``failed(exc)`` hook, if it has one."""
@@ -55,11 +60,13 @@ class CallQueuedHandler:
     @staticmethod
     def resolve_command(data: dict[str, Any]) -> Any:
         cls = registry.resolve(str(data["commandName"]))
-        command = dict(data["command"])
+        command = data["command"]
+        if not command:  # a command without state (most listeners' events carry some)
+            return serializer.restore_object(cls, {})
         if encryption.is_sealed(command):
             command = encryption.unseal(command, settings().key)
-        state = {k: serializer.decode(v) for k, v in command.items()}
-        return serializer.restore_object(cls, state)
+        decode = serializer.decode
+        return serializer.restore_object(cls, {k: decode(v) for k, v in command.items()})
 
 
 _handler = CallQueuedHandler()

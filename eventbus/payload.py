@@ -95,6 +95,7 @@ def _refuse_constant(name: str) -> Any:
 
 #: Built once: ``json.loads`` with an option builds a decoder per call (one per job here).
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+_SCAN: Callable[[str, int], tuple[Any, int]] = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
 def parse_document(text: str | bytes) -> dict[str, Any]:
@@ -104,7 +105,18 @@ def parse_document(text: str | bytes) -> dict[str, Any]:
     that are not UTF-8, and nesting deep enough to exhaust the interpreter's stack.
     """
     try:
-        doc = _DECODER.decode(text) if isinstance(text, str) else json.loads(text, parse_constant=_refuse_constant)
+        if isinstance(text, str):
+            # The C scanner alone, as ``decode`` calls it: a payload this library wrote has no
+            # white space around it. Anything else (white space, extra data, not JSON at all)
+            # goes through ``decode``, which accepts or refuses it with its own message.
+            try:
+                doc, end = _SCAN(text, 0)
+            except StopIteration:
+                end = -1
+            if end != len(text):
+                doc = _DECODER.decode(text)
+        else:
+            doc = json.loads(text, parse_constant=_refuse_constant)
     except RecursionError:
         raise DeserializationError("payload is nested too deeply to read") from None
     except (ValueError, UnicodeError) as exc:
@@ -317,34 +329,56 @@ class Payload:
             raise DeserializationError("payload is not a JSON object")
         fields = _Envelope(doc)
         get = doc.get
-        data = fields.mapping("data", get("data"))
-        command_name = fields.text("commandName", data.get("commandName"))
+        # The common case is decided by type checks on the spot; anything else goes to the
+        # field's reader, which accepts what it may (subclasses, other numbers) or refuses it.
+        data = get("data")
+        if type(data) is not dict:
+            data = fields.mapping("data", data)
+        command_name, command = data.get("commandName"), data.get("command")
+        if type(command_name) is not str or not command_name:
+            command_name = fields.text("commandName", command_name)
+        if type(command) is not dict:
+            command = fields.mapping("command", command)
+        uuid, display_name, job = get("uuid"), get("displayName") or command_name, get("job")
+        if type(uuid) is not str or not uuid:
+            uuid = fields.text("uuid", uuid)
+        if type(display_name) is not str:
+            display_name = fields.text("displayName", display_name)
+        if type(job) is not str or not job:
+            job = fields.text("job", job)
+        chained = data.get("chained")
         # Most optional fields are absent or null: each is read once and checked only when set.
         max_tries, max_exceptions, timeout = get("maxTries"), get("maxExceptions"), get("timeout")
         retry_until, attempts, pushed_at = get("retryUntil"), get("attempts"), get("pushedAt")
         fail_on_timeout, batch_id, signature = get("failOnTimeout", False), get("batchId"), get("signature")
-        return cls.checked(
-            uuid=fields.text("uuid", get("uuid")),
-            display_name=fields.text("displayName", get("displayName") or command_name),
-            job=fields.text("job", get("job")),
+        if type(attempts) is not int or not 0 <= attempts <= MAX_COUNT:
+            attempts = 0 if attempts is None else fields.count_of("attempts", attempts)
+        if type(pushed_at) is not float or not -MAX_TIMESTAMP <= pushed_at <= MAX_TIMESTAMP:
+            pushed_at = 0.0 if pushed_at is None else fields.timestamp_of("pushedAt", pushed_at)
+        payload = object.__new__(cls)
+        payload.__dict__.update(
+            display_name=display_name,
             command_name=command_name,
-            command=fields.mapping("command", data.get("command")),
-            chained=fields.chain(data.get("chained")),
+            command=command,
+            uuid=uuid,
+            job=job,
             max_tries=None if max_tries is None else fields.count_of("maxTries", max_tries),
             max_exceptions=None if max_exceptions is None else fields.count_of("maxExceptions", max_exceptions),
-            backoff=fields.backoff(),
+            backoff=None if get("backoff") is None else fields.backoff(),
             timeout=None if timeout is None else fields.seconds_of("timeout", timeout),
             retry_until=None if retry_until is None else fields.timestamp_of("retryUntil", retry_until),
             fail_on_timeout=fail_on_timeout if fail_on_timeout is False else fields.flag("failOnTimeout"),
-            attempts=0 if attempts is None else fields.count_of("attempts", attempts),
-            pushed_at=0.0 if pushed_at is None else fields.timestamp_of("pushedAt", pushed_at),
-            unique=fields.unique(),
+            attempts=attempts,
+            pushed_at=float(pushed_at),
+            chained=() if chained is None else fields.chain(chained),
+            unique=None if get("unique") is None else fields.unique(),
             batch_id=None if batch_id is None else fields.text("batchId", batch_id),
-            chain_catch=fields.steps("chainCatch"),
-            chain_finally=fields.steps("chainFinally"),
+            chain_catch=() if get("chainCatch") is None else fields.steps("chainCatch"),
+            chain_finally=() if get("chainFinally") is None else fields.steps("chainFinally"),
             signature=None if signature is None else fields.text("signature", signature),
-            headers=fields.headers(),
+            headers=NO_HEADERS if get("headers") is None else fields.headers(),
         )
+        return payload
 
     @classmethod
     def checked(cls, **fields: Any) -> Payload:

@@ -106,6 +106,10 @@ class Collaborators:
     def emit(self, event: Any) -> None:
         self.bus.emit(event)
 
+    def fail(self, job: QueueJob, exc: BaseException) -> None:
+        """Fail ``job`` for good with these collaborators (what ``job.fail(exc)`` calls)."""
+        fail_job(job, exc, self)
+
 
 def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | None,
             continue_chain: ChainPusher, bus: EventBus = default_bus, watch: Watch = unwatched,
@@ -123,7 +127,7 @@ def process(job: QueueJob, options: ProcessOptions, *, failed: FailedJobStore | 
 def attempt(job: QueueJob, ctx: Collaborators) -> tuple[Outcome, BaseException | None]:
     """:func:`process` with its collaborators built already (a worker builds them once)."""
     options = ctx.options
-    job.on_fail = lambda j, exc: fail_job(j, exc, ctx)
+    job.on_fail = ctx.fail
     try:
         if ctx.bus.wants(JobProcessing):
             ctx.emit(JobProcessing(job.connection_name, job))
@@ -198,9 +202,9 @@ def acknowledge(job: QueueJob, ctx: Collaborators) -> None:
     it failed or was released (Laravel's order)."""
     if job.released or job.failed:
         return
-    chained = job.document()["data"].get("chained") or []
+    chained = job.payload().chained
     if chained:
-        ctx.continue_chain(chained)
+        ctx.continue_chain(list(chained))
     ctx.after_success(job)
     if not job.is_done:
         job.acknowledge()
@@ -240,10 +244,18 @@ def retry_until_passed(job: QueueJob) -> bool | None:
 
 
 def fail_if_already_exceeds_max_attempts(job: QueueJob, options: ProcessOptions, ctx: Collaborators) -> bool:
-    """A job that a killed worker never finished comes back with too many attempts: fail it."""
-    passed = retry_until_passed(job)
-    max_tries = max_tries_for(job, options)
-    if passed is False or (passed is None and (max_tries == 0 or job.attempts <= max_tries)):
+    """A job that a killed worker never finished comes back with too many attempts: fail it.
+
+    (Every job asks this before it runs: the payload is read once here, not through
+    :func:`retry_until_passed` and :func:`max_tries_for`, which decide the same.)
+    """
+    payload = job.payload()
+    until, own = payload.retry_until, payload.max_tries
+    if until is None:
+        max_tries = options.tries if own is None else int(own)
+        if max_tries == 0 or job.attempts <= max_tries:
+            return False
+    elif time.time() <= float(until):
         return False
     fail_job(job, MaxAttemptsExceededError(
         f"{job.payload().display_name} has been attempted too many times ({job.attempts}) "

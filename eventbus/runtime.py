@@ -211,6 +211,11 @@ def forget_around_jobs(scope: JobScope) -> None:
             _job_scopes.remove(scope)
 
 
+def has_job_scopes() -> bool:
+    """Whether an integration registered a job scope (:func:`around_jobs`)."""
+    return bool(_job_scopes)
+
+
 def job_scope() -> contextlib.AbstractContextManager[None]:
     """Every :func:`around_jobs` scope, outermost first; they are left in reverse order (nothing
     at all, at no cost, when no integration registered one)."""

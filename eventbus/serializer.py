@@ -28,7 +28,7 @@ import decimal
 import enum
 import uuid
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 from eventbus import registry
 from eventbus.errors import DeserializationError, ModelNotFoundError, SerializationError
@@ -246,7 +246,7 @@ def _decode(data: Any) -> Any:
 
 def restore_object(cls: type, state: dict[str, Any]) -> Any:
     """Make an instance of ``cls`` from stored state without calling its ``__init__``."""
-    obj: Any = cast(Any, cls).__new__(cls)  # the class's own __new__ (dict subclasses need theirs)
+    obj: Any = cls.__new__(cls)  # type: ignore[call-overload]  # the class's own __new__ (dict subclasses need theirs)
     if hasattr(obj, "__dict__"):
         obj.__dict__.update(state)  # bypasses properties and frozen dataclasses alike
         return obj

@@ -21,6 +21,7 @@ import math
 import os
 import signal
 import threading
+import time
 from collections.abc import Iterator
 from types import FrameType
 from typing import Any
@@ -32,33 +33,67 @@ DEFAULT_GRACE_S = 5.0
 
 
 _HAS_SETITIMER = hasattr(signal, "setitimer")
+#: The interval timer may fire this much before a deadline taken from ``time.monotonic()``
+#: (they are different clocks); the handler counts such a deadline as passed.
+_SLACK_S = 0.001
 
 
 def can_interrupt() -> bool:
-    return _HAS_SETITIMER and threading.current_thread() is threading.main_thread()
+    return _HAS_SETITIMER and threading.get_ident() == _main_ident
 
 
-#: What the armed alarm interrupts: (what, seconds), or None when nothing is armed.
-_armed: tuple[str, float] | None = None
+def _note_main_thread() -> None:
+    global _main_ident
+    _main_ident = threading.main_thread().ident
+
+
+#: The main thread's id, asked once a job: kept here, and taken again in a forked child (whose
+#: main thread is the one that forked; ``threading`` updates itself before this runs).
+_main_ident: int | None = None
+_note_main_thread()
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_note_main_thread)
+
+
+#: The innermost armed alarm, or None when nothing is armed.
+_armed: _Alarm | None = None
 #: A worker installed the handler for its whole run (:func:`alarm_handler`).
 _installed = False
+#: While installed: when the interval timer fires next (``time.monotonic()``; inf: not set).
+_timer_due = math.inf
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
+    """Interrupt the armed code once a deadline has passed; a timer that fired for an alarm
+    that ended already is set again for the one armed now (or left off when none is)."""
+    global _timer_due
     armed = _armed
-    if armed is not None:
-        raise JobTimeoutError(f"{armed[0]} timed out after {armed[1]:g} seconds")
+    if armed is None:
+        _timer_due = math.inf
+        return
+    now = time.monotonic()
+    if now < armed.earliest - _SLACK_S:
+        _timer_due = armed.earliest
+        signal.setitimer(signal.ITIMER_REAL, armed.earliest - now)
+        return
+    due = armed
+    while due.deadline - _SLACK_S > now and due.outer is not None:
+        due = due.outer  # an outer alarm ran out first: name that one
+    raise JobTimeoutError(f"{due.what} timed out after {due.seconds:g} seconds")
 
 
 @contextlib.contextmanager
 def alarm_handler() -> Iterator[None]:
     """Keep the timeout's SIGALRM handler installed for a worker's whole run (restored after).
 
-    Each job then costs two ``setitimer`` calls instead of two handler swaps as well. A job that
-    installs a SIGALRM handler of its own replaces the interrupt: the watchdog ends it after its
-    grace instead.
+    Jobs then cost no system call for their alarm in the common case: the interval timer is set
+    only when a job's deadline comes before the time it fires next, and left running when a job
+    ends. When it fires for a job that ended, the handler sets it for the job running now, or
+    leaves it off (so a worker of one-second jobs with a 60 s timeout sets it about once a
+    minute instead of twice a job). A job that installs a SIGALRM handler of its own, or cancels
+    the process's alarm, replaces the interrupt: the watchdog ends it after its grace instead.
     """
-    global _installed
+    global _installed, _timer_due
     if not can_interrupt():
         yield
         return
@@ -68,13 +103,15 @@ def alarm_handler() -> Iterator[None]:
         yield
     finally:
         _installed = False
+        _timer_due = math.inf
+        signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
 
 def interrupt_after(seconds: float | None, what: str = "job") -> contextlib.AbstractContextManager[None]:
     """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``."""
-    if not seconds or seconds <= 0 or not can_interrupt():
-        return _NOTHING
+    if not seconds or seconds <= 0 or not _HAS_SETITIMER or threading.get_ident() != _main_ident:
+        return _NOTHING  # (the last two: not can_interrupt(), asked once a job)
     return _Alarm(seconds, what)
 
 
@@ -82,30 +119,50 @@ _NOTHING = contextlib.nullcontext()
 
 
 class _Alarm:
-    """The armed alarm of :func:`interrupt_after` (a plain context manager: one per job)."""
+    """The alarm of :func:`interrupt_after` (a plain context manager: one per job). While its
+    block runs it is the armed alarm: what it interrupts, after how long, when, and the alarm
+    it is nested in."""
 
-    __slots__ = ("seconds", "what", "outer", "previous", "swapped")
+    __slots__ = ("seconds", "what", "deadline", "earliest", "outer", "previous", "swapped")
 
     def __init__(self, seconds: float, what: str) -> None:
         self.seconds, self.what = seconds, what
-        self.outer: tuple[str, float] | None = None
+        self.deadline = self.earliest = math.inf
+        #: The alarm this one is nested in (armed when this one was entered).
+        self.outer: _Alarm | None = None
         self.previous: Any = None
         self.swapped = False
 
     def __enter__(self) -> None:
-        global _armed
+        global _armed, _timer_due
+        seconds = self.seconds
+        self.deadline = deadline = time.monotonic() + seconds
+        self.outer = outer = _armed
+        #: The earliest deadline of this alarm and every alarm it is nested in.
+        self.earliest = earliest = deadline if outer is None else min(deadline, outer.earliest)
         self.swapped = not _installed
-        if self.swapped:
+        _armed = self
+        if self.swapped:  # on its own: the handler for this block only, the timer set exactly
             self.previous = signal.signal(signal.SIGALRM, _on_alarm)
-        self.outer, _armed = _armed, (self.what, self.seconds)
-        signal.setitimer(signal.ITIMER_REAL, self.seconds)
+            signal.setitimer(signal.ITIMER_REAL, earliest - deadline + seconds)
+            return
+        # The timer must fire by this deadline. It is set when it would fire later (or is off),
+        # and when it should have fired already: then something else took the process's timer.
+        if earliest < _timer_due or _timer_due < deadline - seconds:
+            _timer_due = earliest
+            signal.setitimer(signal.ITIMER_REAL, earliest - deadline + seconds)
 
     def __exit__(self, *exc: object) -> None:
         global _armed
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        _armed = self.outer
-        if self.swapped:
-            signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
+        _armed = outer = self.outer
+        self.outer = None  # a finished alarm keeps no chain of earlier ones alive
+        if not self.swapped:
+            return  # the timer runs on; the handler sets it again or leaves it off
+        if outer is None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+        else:  # an enclosing block still has its deadline
+            signal.setitimer(signal.ITIMER_REAL, max(outer.earliest - time.monotonic(), _SLACK_S))
+        signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
 
 
 def grace_s() -> float:

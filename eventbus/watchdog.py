@@ -21,6 +21,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from eventbus.queue.base import QueueJob
 
@@ -48,18 +49,21 @@ class Watchdog:
         return stopped
 
     # -- what the worker's loop calls -----------------------------------------------------------
-    def take(self, pop: Callable[[], QueueJob | None]) -> QueueJob | None:
-        """``pop()`` and hold what it returns, unless the watchdog has given up (then wait for the
-        end of the process). The pop runs under the lock the watchdog gives up under, so no job
-        is taken after that."""
+    def take(self, pop: Callable[..., QueueJob | None], *args: Any, **kwargs: Any) -> QueueJob | None:
+        """``pop(*args, **kwargs)`` and hold what it returns, unless the watchdog has given up (then wait
+        for the end of the process). The pop runs under the lock the watchdog gives up under, so
+        no job is taken after that."""
         with self._lock:
-            job = None if self._given_up else pop()
-            self._current = job
+            job = None if self._given_up else pop(*args, **kwargs)
+            self._current, self._deadline = job, None
         self.halt_if_given_up()
         return job
 
     def hold(self, job: QueueJob | None) -> None:
         """The job the worker holds now (None: it holds nothing)."""
+        if self._deadline is None:  # nothing is watched (only the worker's thread sets one)
+            self._current = job  # a job without a deadline is never given up on: no lock needed
+            return
         with self._lock:
             self._current, self._deadline = job, None
 
@@ -73,9 +77,6 @@ class Watchdog:
             threading.Event().wait()
 
     # -- the thread -----------------------------------------------------------------------------
-    def _deadline_after(self, timeout: float) -> float | None:
-        return time.monotonic() + timeout + self.grace_s if timeout > 0 else None
-
     def _watch(self, stopped: threading.Event) -> None:
         last = time.monotonic()
         while not stopped.wait(INTERVAL_S):
@@ -109,9 +110,10 @@ class _Watching:
         self.outer: float | None = None
 
     def __enter__(self) -> None:
-        w = self.watchdog
+        w, timeout = self.watchdog, self.timeout
+        deadline = time.monotonic() + timeout + w.grace_s if timeout > 0 else None  # 0: never
         with w._lock:
-            self.outer, w._deadline = w._deadline, w._deadline_after(self.timeout)
+            self.outer, w._deadline = w._deadline, deadline
 
     def __exit__(self, *exc: object) -> None:
         w = self.watchdog

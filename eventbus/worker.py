@@ -101,6 +101,8 @@ class Worker:
         self._signals_checked_at = 0.0
         self._memory_checked_at = 0.0
         self._signals_cache: dict[str, float] | None = None
+        #: The supervisor that started this worker is gone (looked at with the signals).
+        self._orphaned = False
         self.collaborators = Collaborators(failed, bus, dispatch_next_in_chain,
                                             self.options.process_options(), self._watchdog.watching,
                                             after_success, after_failure)
@@ -261,7 +263,7 @@ class Worker:
             return EXIT_OK
         if self._signals().get("restart") != restart_at:
             return EXIT_OK
-        if o.supervisor_pid and os.getppid() != o.supervisor_pid:
+        if self._orphaned:
             log.warning("the supervisor (pid %s) is gone; stopping", o.supervisor_pid)
             return EXIT_OK
         return None
@@ -276,7 +278,8 @@ class Worker:
 
     def _signals(self) -> dict[str, float]:
         """``restart``/``down`` signals, asked of the server at most once a second (a round trip
-        per job would cost a third of the throughput).
+        per job would cost a third of the throughput). Whether the supervisor (``--processes``)
+        is still there is looked at then too, not per job.
 
         While the worker holds a reserved job that waits to start, the question waits for up to
         another second: an idle worker woken by a job runs it first and asks right after, instead
@@ -292,6 +295,8 @@ class Worker:
             except ConnectionUnavailableError:
                 self._signals_cache = self._signals_cache or {}
             self._signals_checked_at = now
+            supervisor = self.options.supervisor_pid
+            self._orphaned = bool(supervisor) and os.getppid() != supervisor
             paused = self.observer.paused_queues(self)
             self.paused_queues = self.paused_queues if paused is None else paused
         return self._signals_cache
@@ -331,9 +336,9 @@ class Worker:
         if self._prefetch is not None:
             prefetch, active = self._prefetch, self._active_queues()
             cap = min(fill, self._jobs_left() or fill) if fill else self._jobs_left()
-            return self._watchdog.take(lambda: prefetch.next_job(active, cap, fill=bool(fill)))
+            return self._watchdog.take(prefetch.next_job, active, cap, fill=bool(fill))
         for name in self._active_queues():
-            job = self._watchdog.take(lambda: self.queue.pop(name))
+            job = self._watchdog.take(self.queue.pop, name)
             if job is not None:
                 return job
         return None
@@ -422,7 +427,8 @@ class Worker:
                       exc, exc_info=exc if show_traceback else None)
         runtime_s = time.monotonic() - started
         self.observer.job_finished(self, job, outcome, runtime_s, exc)
-        self._report(job, outcome, runtime_s, exc)
+        if self.output is not None:
+            self._report(job, outcome, runtime_s, exc)
         if self._prefetch is not None:
             self._prefetch.ran(time.monotonic() - started)
         return outcome

@@ -84,18 +84,30 @@ class MetricsRecorder:
     def record(self, queue: str, job: str, status: str, runtime_s: float,
                wait_s: float | None = None, at: float | None = None) -> None:
         """Count one finished attempt (``status``: done, failed or released)."""
-        if status not in STATUSES:
-            raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
-        key = (bucket_of(time.time() if at is None else at), queue, job)
-        with self._lock:
-            tally = self._pending.get(key)
+        self.record_many([(queue, job, status, runtime_s, wait_s, time.time() if at is None else at)])
+
+    def record_many(self, attempts: Iterable[tuple[str, str, str, float, float | None, float]]) -> None:
+        """Count finished attempts, each ``(queue, job, status, runtime_s, wait_s, at)``."""
+        counted: dict[tuple[int, str, str], Tally] = {}
+        for queue, job, status, runtime_s, wait_s, at in attempts:
+            if status not in STATUSES:
+                raise ValueError(f"status must be one of {STATUSES}, not {status!r}")
+            key = (bucket_of(at), queue, job)
+            tally = counted.get(key)
             if tally is None:
-                tally = self._pending[key] = Tally()
+                tally = counted[key] = Tally()
             setattr(tally, status, getattr(tally, status) + 1)
             tally.runtime += max(runtime_s, 0.0)
             if wait_s is not None:
                 tally.wait += max(wait_s, 0.0)
                 tally.waited += 1
+        with self._lock:
+            for key, tally in counted.items():
+                pending = self._pending.get(key)
+                if pending is None:
+                    self._pending[key] = tally
+                else:
+                    pending.add(tally)
 
     def pending(self) -> int:
         with self._lock:

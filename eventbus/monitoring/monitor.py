@@ -7,6 +7,9 @@ then once more when the worker stops (bounded: a server that does not answer can
 exit up). Reading the paused queues (one ``get`` of a version counter) rides on the worker's
 once-a-second signal check. A store that cannot be reached is logged once per outage; the worker
 keeps working.
+
+Per job the worker's thread only notes the attempt (a tuple on a queue); the monitor's thread
+counts the noted attempts into the metrics and the recent jobs before each heartbeat and flush.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from eventbus.errors import DeserializationError, EventBusError
 from eventbus.integrations import otel
@@ -39,6 +42,10 @@ log = logging.getLogger(__name__)
 
 FLUSH_S = 5.0
 RECENT_PER_WORKER = 50
+#: How often the monitor's thread counts the attempts the worker noted, and how many the worker
+#: notes before it counts them itself (the thread is late).
+FOLD_S = 0.1
+FOLD_AT = 4096
 STOP_GRACE_S = 3.0
 INTERVAL_ENV = "EVENTBUS_MONITOR_INTERVAL"
 
@@ -58,7 +65,12 @@ _STATUSES = {"DONE": "done", "FAIL": "failed"}
 
 
 def status_of(outcome: Outcome) -> str:
-    return _STATUSES.get(outcome.value, "released")
+    return _STATUSES.get(outcome._value_, "released")
+
+
+def _wait_s(attempt: int, pushed: float | None, started_at: float) -> float | None:
+    """How long a first attempt waited in its queue (later attempts waited for their backoff)."""
+    return max(started_at - pushed, 0.0) if pushed is not None and pushed > 0 and attempt <= 1 else None
 
 
 def flush_interval_from_env() -> float:
@@ -87,6 +99,8 @@ class WorkerMonitor(WorkerObserver):
         self._recent: collections.deque[tuple[str, str, int, str, str, float, float | None, float, str]] = \
             collections.deque(maxlen=RECENT_PER_WORKER)
         self._recent_version = 0
+        #: Attempts noted by the worker's thread, not counted yet (see :meth:`fold`).
+        self._finished: collections.deque[tuple[Any, ...]] = collections.deque()
         self._written_version = 0
         self._job_started_at = 0.0
         self._current: QueueJob | None = None
@@ -117,28 +131,45 @@ class WorkerMonitor(WorkerObserver):
 
     def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
-        status = status_of(outcome)
-        try:  # job_name(), the uuid and the push time from one look at the payload (every job)
+        """Note the attempt's facts; the monitor's thread counts them (:meth:`fold`), so a job
+        costs its worker a tuple, not the metrics' and the recent list's bookkeeping."""
+        try:  # the name, the uuid and the push time from one look at the payload
             payload = job.payload()
         except DeserializationError:
             name, uuid = UNREADABLE, job.uuid
             pushed = pushed_at_of(job.raw) if job.attempts <= 1 else None
         else:
             name, uuid, pushed = payload.display_name, payload.uuid, payload.pushed_at
-        wait_s = (max(self._job_started_at - pushed, 0.0)
-                  if pushed is not None and pushed > 0 and job.attempts <= 1 else None)
-        now = time.time()
-        self.recorder.record(job.queue_name, name, status, runtime_s, wait_s, at=now)
-        # the raw facts only: the heartbeat thread builds the FinishedJob entries it writes (and
-        # not the job itself, which would keep 50 bodies and parsed payloads alive)
-        finished = (uuid, job.queue_name, job.attempts, name, status, runtime_s, wait_s, now,
-                    worker.options.name)
+        # the raw facts only (not the job itself, which would keep bodies and payloads alive)
+        self._finished.append((uuid, job.queue_name, job.attempts, name, outcome, runtime_s, pushed,
+                               self._job_started_at, time.time(), worker.options.name))
+        self._current = None
+        if len(self._finished) >= FOLD_AT:  # the thread is late (or not running): keep memory flat
+            self.fold()
+
+    def fold(self) -> None:
+        """Count the attempts noted since the last fold: metrics, recent jobs, totals."""
+        finished, taken = self._finished, []
+        while finished:
+            try:
+                taken.append(finished.popleft())
+            except IndexError:  # another thread took the last one
+                break
+        if not taken:
+            return
+        counted = [(queue, name, status_of(outcome), runtime_s, _wait_s(attempt, pushed, started_at), at)
+                   for _, queue, attempt, name, outcome, runtime_s, pushed, started_at, at, _ in taken]
+        self.recorder.record_many(counted)
+        statuses = [status for _, _, status, _, _, _ in counted]
+        recent = [(uuid, queue, attempt, name, status, runtime_s, wait_s, at, worker_name)
+                  for (uuid, queue, attempt, name, _, runtime_s, _, _, at, worker_name),
+                  (_, _, status, _, wait_s, _) in zip(taken[-RECENT_PER_WORKER:],
+                                                      counted[-RECENT_PER_WORKER:])]
         with self._lock:
-            self._recent.appendleft(finished)
+            self._recent.extendleft(recent)
             self._recent_version += 1
-            self._current = None
-            self._processed += status != "released"
-            self._failed += status == "failed"
+            self._processed += len(statuses) - statuses.count("released")
+            self._failed += statuses.count("failed")
 
     def paused_queues(self, worker: Worker) -> frozenset[str] | None:
         try:
@@ -159,6 +190,7 @@ class WorkerMonitor(WorkerObserver):
     def snapshot(self, worker: Worker) -> tuple[WorkerInfo | None, list[FinishedJob] | None, int]:
         """The entry to write now, the recent jobs if they changed since the last write, and
         their version (see :meth:`_heartbeat`)."""
+        self.fold()
         current = self._current_job()
         with self._lock:
             info = self.info
@@ -180,15 +212,23 @@ class WorkerMonitor(WorkerObserver):
         return info, entries, version
 
     def _report(self, worker: Worker) -> None:
-        flushed_at = time.monotonic()
+        flushed_at = beat_at = time.monotonic()
         self._safely(lambda: self._heartbeat(worker))  # visible at once, not after a heartbeat
-        while not self._stop.wait(self.heartbeat_s):
+        while not self._stop.wait(min(FOLD_S, self.heartbeat_s)):
+            self.fold()  # often, so that the noted attempts stay few
+            if time.monotonic() - beat_at < self.heartbeat_s:
+                continue
+            beat_at = time.monotonic()
             self._safely(lambda: self._heartbeat(worker))
             if time.monotonic() - flushed_at >= self.flush_s:
                 flushed_at = time.monotonic()
-                self._safely(lambda: self.recorder.flush(self.store))
-        self._safely(lambda: self.recorder.flush(self.store))
+                self._safely(self._flush_metrics)
+        self._safely(self._flush_metrics)
         self._safely(lambda: self._heartbeat(worker, final=True))
+
+    def _flush_metrics(self) -> None:
+        self.fold()
+        self.recorder.flush(self.store)
 
     def _heartbeat(self, worker: Worker, final: bool = False) -> None:
         info, recent, version = self.snapshot(worker)
