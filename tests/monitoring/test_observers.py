@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from eventbus.monitoring.monitor import WorkerMonitor
+from eventbus.monitoring.monitor import FOLD_AT, WorkerMonitor
 from eventbus.monitoring.observer import Observers, WorkerObserver
 from eventbus.monitoring.registry import FinishedJob, WorkerInfo
 from eventbus.payload import Payload
@@ -110,3 +110,35 @@ def test_the_monitor_names_an_unreadable_payload_and_its_stored_id() -> None:
     entry = _finished(_monitor(), job, Outcome.FAIL)
     assert (entry.uuid, entry.name, entry.status, entry.attempt, entry.wait_s) == (
         "stored-9", "(unreadable payload)", "failed", 2, None)
+
+
+def _job(n: int, queue: str = "mail") -> QueueJob:
+    payload = Payload(display_name="app.SendMail", command_name="app.SendMail", command={},
+                      uuid=f"u-{n}", pushed_at=time.time() - 1.0)
+    return QueueJob(queue=None, queue_name=queue, job_id=str(n), raw=payload.to_json(), attempts=1)  # type: ignore[arg-type]
+
+
+def test_the_monitor_counts_noted_attempts_when_it_folds_them() -> None:
+    monitor = _monitor()
+    worker = SimpleNamespace(options=SimpleNamespace(name="w-1"), paused=False, queues=("mail",),
+                             paused_queues=frozenset())
+    outcomes = [Outcome.DONE, Outcome.FAIL, Outcome.RELEASED] * 30
+    for n, outcome in enumerate(outcomes):
+        monitor.job_started(worker, _job(n))  # type: ignore[arg-type]
+        monitor.job_finished(worker, _job(n), outcome, 0.01, None)  # type: ignore[arg-type]
+    assert monitor.recorder.pending() == 0  # noted only: the job's thread did no counting
+    info, recent, _ = monitor.snapshot(worker)  # type: ignore[arg-type]
+    assert info is not None and recent is not None
+    assert (info.processed, info.failed) == (60, 30)  # released attempts are not processed
+    assert [entry.uuid for entry in recent] == [f"u-{n}" for n in range(89, 39, -1)]  # newest first, 50
+    tally = next(iter(monitor.recorder._pending.values()))
+    assert (tally.done, tally.failed, tally.released, tally.waited) == (30, 30, 30, 90)
+
+
+def test_a_worker_whose_monitor_thread_is_late_counts_its_own_backlog() -> None:
+    monitor = _monitor()
+    worker = SimpleNamespace(options=SimpleNamespace(name="w-1"))
+    job = _job(1)
+    for _ in range(FOLD_AT):
+        monitor.job_finished(worker, job, Outcome.DONE, 0.01, None)  # type: ignore[arg-type]
+    assert len(monitor._finished) == 0 and monitor.recorder.pending() == 1
