@@ -187,7 +187,7 @@ def push_payload(payload: Payload, destination: Destination, command: Any = None
             push_collected(take_collected(buffer.items))
         buffer.items.append((payload, destination, command))
         return payload.uuid
-    if intercepted(command, destination, payload):
+    if push_interceptors and intercepted(command, destination, payload):
         return payload.uuid
     queue = get_connection(destination.connection)
     if queue.runs_inline:

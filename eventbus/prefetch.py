@@ -52,8 +52,11 @@ class Prefetcher:
     watchdog's grace); a reservation with less than that left is renewed before the job starts.
     """
 
-    def __init__(self, queue: Queue, *, limit: int, needs: Callable[[QueueJob], float]) -> None:
+    def __init__(self, queue: Queue, *, limit: int, needs: Callable[[QueueJob], float],
+                 prepare: Callable[[Sequence[QueueJob]], None] | None = None) -> None:
         self.queue = queue
+        #: Called with each batch as it arrives (the worker parses the payloads then).
+        self.prepare = prepare
         self.retry_after_s = queue.retry_after
         self.limit = max(1, limit)
         self.needs = needs
@@ -65,6 +68,7 @@ class Prefetcher:
         #: At most the earliest deadline in hand (kept low as jobs come in, made exact when checked).
         self._floor = float("inf")
         self._queues: tuple[str, ...] = ()
+        self._asked: Sequence[str] | None = None
 
     # -- what the worker calls ------------------------------------------------------------------
     def next_job(self, queues: Sequence[str], cap: int = 0, *, fill: bool = False) -> QueueJob | None:
@@ -75,10 +79,11 @@ class Prefetcher:
         starts at once. Held jobs of a queue no longer in ``queues`` (paused meanwhile) are given
         back first.
         """
-        if tuple(queues) != self._queues:  # a queue was paused (or resumed) since the last turn
+        if queues is not self._asked and tuple(queues) != self._queues:  # a queue was paused (or resumed)
             self._queues = tuple(queues)
             if any(job.queue_name not in queues for job in self.held):
                 self.give_back([job for job in self.held if job.queue_name not in queues])
+        self._asked = queues  # the worker passes one list until its queues change
         while self.held:
             job = self.held.popleft()
             try:
@@ -90,6 +95,8 @@ class Prefetcher:
         for name in queues:
             reserved = self._request(name, min(cap, self.limit) if fill and cap else self._batch_size(cap))
             if reserved.jobs:
+                if self.prepare is not None:
+                    self.prepare(reserved.jobs)
                 self._hold(reserved.jobs[1:])
                 return reserved.jobs[0]
         self.flush()
@@ -99,6 +106,8 @@ class Prefetcher:
         """Wait for work; a driver that reserves as the wait ends hands the jobs over here."""
         reserved = self.queue.wait_and_reserve(queues, timeout, self._batch_size(cap))
         if reserved is not None:
+            if self.prepare is not None:
+                self.prepare(reserved.jobs)
             self._hold(reserved.jobs)
 
     def _hold(self, jobs: Sequence[QueueJob]) -> None:

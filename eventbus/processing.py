@@ -25,7 +25,7 @@ import dataclasses
 import enum
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -170,6 +170,23 @@ def accept(job: QueueJob) -> Any:
     """
     handlers.verify_signature(job.document(), job_uuid=job.stored_uuid or job.job_id)
     return handlers.resolve(job.payload())
+
+
+def prepare(jobs: Sequence[QueueJob]) -> None:
+    """Parse a batch of reserved jobs in one go, as :func:`accept` will (the document, its
+    signature, then the envelope), so that each job's turn does less.
+
+    Why: two workers sharing a CPU take turns at every job's round trip, and each turn starts
+    with caches the other one filled; work done for the whole batch in one turn costs less than
+    the same work spread over the jobs' turns. A payload that cannot be read is left as it is:
+    :func:`accept` meets the same error when the job's turn comes, and fails the job then.
+    """
+    for job in jobs:
+        try:
+            handlers.verify_signature(job.document(), job_uuid=job.stored_uuid or job.job_id)
+            job.payload()
+        except DeserializationError:
+            continue
 
 
 def refuse_if_it_could_outlive_its_reservation(job: QueueJob, timeout: float, options: ProcessOptions,

@@ -46,7 +46,7 @@ from eventbus.events import Looping, WorkerStopping
 from eventbus.monitoring.monitor import default_observers, job_name
 from eventbus.monitoring.observer import Observers, WorkerObserver
 from eventbus.failed.base import FailedJobStore
-from eventbus.processing import Collaborators, Outcome, Watch, attempt, timeout_for
+from eventbus.processing import Collaborators, Outcome, Watch, attempt, prepare, timeout_for
 from eventbus.concurrency import ConcurrentRunner
 from eventbus.prefetch import Prefetcher
 from eventbus.queue.base import Queue, QueueJob
@@ -106,7 +106,8 @@ class Worker:
         self.collaborators = Collaborators(failed, bus, dispatch_next_in_chain,
                                             self.options.process_options(), self._watchdog.watching,
                                             after_success, after_failure)
-        self._prefetch = (Prefetcher(queue, limit=self.options.prefetch, needs=self._time_needed)
+        self._prefetch = (Prefetcher(queue, limit=self.options.prefetch, needs=self._time_needed,
+                                     prepare=prepare)
                           if queue.batches_reservations else None)
         self.check_options()
 

@@ -54,10 +54,15 @@ def uninstrument() -> None:
 
 
 def enabled() -> bool:
-    """Whether tracing is on: :func:`instrument` was called, or ``EVENTBUS_OTEL=1`` is set."""
+    """Whether tracing is on: :func:`instrument` was called, or ``EVENTBUS_OTEL=1`` is set.
+
+    The variable is read once, at the first dispatch or worker start, like the other settings
+    (every dispatch asks, and reading the environment cost a tenth of a dispatch).
+    """
     global _enabled
     if _enabled is None:
         if os.environ.get(ENV, "").lower() not in ("1", "true", "yes", "on"):
+            _enabled = False
             return False
         _require()
         _enabled = True

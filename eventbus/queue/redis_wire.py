@@ -50,11 +50,25 @@ class Script:
         self.sha = hashlib.sha1(source.encode()).hexdigest()
 
 
+#: Counts the forks of this process's line: a connection made before a fork is not used after it
+#: (the parent's socket would be shared), and comparing this is cheaper than ``os.getpid()``,
+#: a system call, on every command.
+_forks = 0
+
+
+def _forked() -> None:
+    global _forks
+    _forks += 1
+
+
+os.register_at_fork(after_in_child=_forked)
+
+
 class _Connection:
     """One socket and its reply parser; closed for good on any error."""
 
     def __init__(self, options: dict[str, Any], timeout: float | None, name: str) -> None:
-        self.pid = os.getpid()
+        self.forks = _forks
         path = options.get("path")
         try:
             if path:
@@ -87,7 +101,10 @@ class _Connection:
     def roundtrip(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Write every command, then read one reply each (error replies come back as values)."""
         try:
-            self.sock.sendall(b"".join(hiredis.pack_command(tuple(command)) for command in commands))
+            if len(commands) == 1:  # most requests: one script call
+                self.sock.sendall(hiredis.pack_command(tuple(commands[0])))
+            else:
+                self.sock.sendall(b"".join(hiredis.pack_command(tuple(command)) for command in commands))
             replies: list[Any] = []
             while len(replies) < len(commands):
                 reply = self.reader.gets()
@@ -130,7 +147,7 @@ class Wire:
 
     def _connection(self) -> _Connection:
         conn: _Connection | None = getattr(self._local, "conn", None)
-        if conn is None or conn.broken or conn.pid != os.getpid():
+        if conn is None or conn.broken or conn.forks != _forks:
             conn = _Connection(self.options, self.timeout, self.name)
             self._local.conn = conn
         return conn
