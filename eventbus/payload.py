@@ -385,8 +385,9 @@ class Payload:
         """A payload from every one of its fields, already checked by the caller.
 
         The frozen dataclass's ``__init__`` sets each of the 20 fields through
-        ``object.__setattr__``, a third of the cost of building a payload; every dispatched and
-        every processed job builds one, from all of its fields, so these two paths skip it.
+        ``object.__setattr__``, a third of the cost of building a payload; every dispatched job
+        builds one, from all of its fields, so that path skips it (:meth:`from_dict`, for every
+        processed job, fills the fields the same way; a test checks it sets each of them).
         """
         if fields.keys() != _FIELD_NAMES:
             missing, unknown = _FIELD_NAMES - fields.keys(), fields.keys() - _FIELD_NAMES

@@ -33,8 +33,8 @@ DEFAULT_GRACE_S = 5.0
 
 
 _HAS_SETITIMER = hasattr(signal, "setitimer")
-#: The interval timer may fire this much before a deadline taken from ``time.monotonic()``
-#: (they are different clocks); the handler counts such a deadline as passed.
+#: The handler counts a deadline this close as passed (the timer is set from a moment taken just
+#: before the call, and rounds to the clock's resolution); also the shortest interval set.
 _SLACK_S = 0.001
 
 
@@ -59,21 +59,20 @@ if hasattr(os, "register_at_fork"):
 _armed: _Alarm | None = None
 #: A worker installed the handler for its whole run (:func:`alarm_handler`).
 _installed = False
-#: While installed: when the interval timer fires next (``time.monotonic()``; inf: not set).
-_timer_due = math.inf
+#: While installed, a running timer is kept when it fires at most this much before a job's
+#: deadline (a tenth of the timeout, at most this): it is set about once a second, not per job.
+_DRIFT_S = 1.0
 
 
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
-    """Interrupt the armed code once a deadline has passed; a timer that fired for an alarm
-    that ended already is set again for the one armed now (or left off when none is)."""
-    global _timer_due
+    """Interrupt the armed code once a deadline has passed; a timer that fired early (it was
+    set for an earlier job) is set again for the deadline, and one that fires with nothing
+    armed is left off."""
     armed = _armed
     if armed is None:
-        _timer_due = math.inf
         return
     now = time.monotonic()
     if now < armed.earliest - _SLACK_S:
-        _timer_due = armed.earliest
         signal.setitimer(signal.ITIMER_REAL, armed.earliest - now)
         return
     due = armed
@@ -86,14 +85,16 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
 def alarm_handler() -> Iterator[None]:
     """Keep the timeout's SIGALRM handler installed for a worker's whole run (restored after).
 
-    Jobs then cost no system call for their alarm in the common case: the interval timer is set
-    only when a job's deadline comes before the time it fires next, and left running when a job
-    ends. When it fires for a job that ended, the handler sets it for the job running now, or
-    leaves it off (so a worker of one-second jobs with a 60 s timeout sets it about once a
-    minute instead of twice a job). A job that installs a SIGALRM handler of its own, or cancels
-    the process's alarm, replaces the interrupt: the watchdog ends it after its grace instead.
+    Jobs then cost one ``getitimer`` for their alarm instead of two ``setitimer`` calls: the
+    running timer is kept while it fires by the job's deadline and at most a tenth of the
+    timeout (1 s at most) before it, and set again otherwise; it is left running when a job
+    ends. So it never fires in a job that ends in time, except in the last tenth of its timeout
+    (the handler then sets it again for the deadline). The worker stops it before it waits for
+    work (:func:`stop_timer`), and after a job that left another SIGALRM handler installed. A
+    job that installs a SIGALRM handler of its own replaces the interrupt: the watchdog ends it
+    after its grace instead.
     """
-    global _installed, _timer_due
+    global _installed
     if not can_interrupt():
         yield
         return
@@ -103,9 +104,15 @@ def alarm_handler() -> Iterator[None]:
         yield
     finally:
         _installed = False
-        _timer_due = math.inf
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def stop_timer() -> None:
+    """Stop the interval timer a worker left running after its last job (before an idle wait:
+    no signal then interrupts code waiting for work)."""
+    if _installed and _armed is None and threading.get_ident() == _main_ident:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def interrupt_after(seconds: float | None, what: str = "job") -> contextlib.AbstractContextManager[None]:
@@ -134,30 +141,36 @@ class _Alarm:
         self.swapped = False
 
     def __enter__(self) -> None:
-        global _armed, _timer_due
+        global _armed
         seconds = self.seconds
-        self.deadline = deadline = time.monotonic() + seconds
-        self.outer = outer = _armed
+        now = time.monotonic()
+        self.deadline = deadline = now + seconds
+        outer = _armed
+        if outer is not None and outer.earliest <= now:
+            outer = None  # left by a block whose exit an interrupt cut short: it is over
+        self.outer = outer
         #: The earliest deadline of this alarm and every alarm it is nested in.
         self.earliest = earliest = deadline if outer is None else min(deadline, outer.earliest)
         self.swapped = not _installed
         _armed = self
         if self.swapped:  # on its own: the handler for this block only, the timer set exactly
             self.previous = signal.signal(signal.SIGALRM, _on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, earliest - deadline + seconds)
+            signal.setitimer(signal.ITIMER_REAL, max(earliest - now, _SLACK_S))
             return
-        # The timer must fire by this deadline. It is set when it would fire later (or is off),
-        # and when it should have fired already: then something else took the process's timer.
-        if earliest < _timer_due or _timer_due < deadline - seconds:
-            _timer_due = earliest
-            signal.setitimer(signal.ITIMER_REAL, earliest - deadline + seconds)
+        # Keep the running timer when it fires by the deadline, and not much before it (then
+        # it would interrupt the job for nothing): one system call to read it, none to set it.
+        left = signal.getitimer(signal.ITIMER_REAL)[0]
+        if not 0 < earliest - now - left <= min(_DRIFT_S, seconds / 10):
+            signal.setitimer(signal.ITIMER_REAL, max(earliest - now, _SLACK_S))
 
     def __exit__(self, *exc: object) -> None:
         global _armed
         _armed = outer = self.outer
         self.outer = None  # a finished alarm keeps no chain of earlier ones alive
         if not self.swapped:
-            return  # the timer runs on; the handler sets it again or leaves it off
+            if signal.getsignal(signal.SIGALRM) is not _on_alarm:
+                signal.setitimer(signal.ITIMER_REAL, 0)  # the job left its own handler: no stray alarm for it
+            return  # else the timer runs on, for the next job
         if outer is None:
             signal.setitimer(signal.ITIMER_REAL, 0)
         else:  # an enclosing block still has its deadline

@@ -50,7 +50,7 @@ from eventbus.processing import Collaborators, Outcome, Watch, attempt, prepare,
 from eventbus.concurrency import ConcurrentRunner
 from eventbus.prefetch import Prefetcher
 from eventbus.queue.base import Queue, QueueJob
-from eventbus.timeouts import GRACE_ENV, alarm_handler, timeout_conflict
+from eventbus.timeouts import GRACE_ENV, alarm_handler, stop_timer, timeout_conflict
 from eventbus.watchdog import Watchdog
 from eventbus.worker_options import DEFAULT_PREFETCH as DEFAULT_PREFETCH
 from eventbus.worker_options import WorkerOptions as WorkerOptions
@@ -364,6 +364,7 @@ class Worker:
     def _wait(self, limit: float | None = None) -> None:
         """Wait for work, at most ``--sleep`` seconds (or ``limit``)."""
         sleep_s = self.options.sleep_s if limit is None else limit
+        stop_timer()  # the last job's timeout timer: no signal while the worker waits
         active = self._active_queues()
         if not active:  # every queue paused: nothing to wake up for
             self._sleep(self.options.sleep_s or 1.0)
@@ -436,8 +437,9 @@ class Worker:
 
     def _report(self, job: QueueJob, outcome: Outcome, seconds: float,
                 exc: BaseException | None) -> None:
-        if self.output is not None:
-            self.output(report_line(self, job, outcome, seconds, exc))
+        """The job's line, for a worker given an ``output`` (``eventbus work`` without --quiet)."""
+        assert self.output is not None
+        self.output(report_line(self, job, outcome, seconds, exc))
 
     # -- the watchdog for jobs that ignore the interrupt --------------------------------------
     def _give_up_on(self, job: QueueJob) -> None:

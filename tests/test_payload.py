@@ -182,3 +182,18 @@ def test_unknown_settings_and_connection_options_name_the_key() -> None:
     with pytest.raises(ConfigurationError, match="connection 'redis' has unknown option 'retry_afer' "
                                                   "\\(did you mean 'retry_after'\\?\\)"):
         eventbus.configure(connections={"redis": {"driver": "redis", "url": "redis://h", "retry_afer": 5}})
+
+
+def test_a_parsed_payload_sets_every_field_and_equals_the_payload_it_was_made_from() -> None:
+    """from_dict fills the dataclass's fields itself: a field added to Payload must be read too."""
+    full = Payload(display_name="app.Job", command_name="app.Job", command={"n": 1}, max_tries=3,
+                   max_exceptions=2, backoff=[1.0, 5.0], timeout=30.0, retry_until=2_000_000_000.0,
+                   fail_on_timeout=True, attempts=2, chained=({"destination": {}, "payload": {}},),
+                   unique={"key": "k", "via": None, "untilProcessing": False}, batch_id="b@redis",
+                   chain_catch=({"destination": {}, "payload": {}},), signature="sig",
+                   headers={"traceparent": "00-abc"})
+    bare = Payload(display_name="app.Job", command_name="app.Job", command={})
+    for made in (full, bare):
+        parsed = Payload.from_json(made.to_json())
+        assert set(vars(parsed)) == {field.name for field in dataclasses.fields(Payload)}
+        assert parsed == made

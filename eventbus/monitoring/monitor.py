@@ -8,8 +8,9 @@ exit up). Reading the paused queues (one ``get`` of a version counter) rides on 
 once-a-second signal check. A store that cannot be reached is logged once per outage; the worker
 keeps working.
 
-Per job the worker's thread only notes the attempt (a tuple on a queue); the monitor's thread
-counts the noted attempts into the metrics and the recent jobs before each heartbeat and flush.
+Per job the worker's thread only notes the attempt (a tuple on a queue); the noted attempts are
+counted into the metrics and the recent jobs before each heartbeat and flush (by the monitor's
+thread), or by the worker's thread once 4,096 are waiting.
 """
 
 from __future__ import annotations
@@ -42,9 +43,8 @@ log = logging.getLogger(__name__)
 
 FLUSH_S = 5.0
 RECENT_PER_WORKER = 50
-#: How often the monitor's thread counts the attempts the worker noted, and how many the worker
-#: notes before it counts them itself (the thread is late).
-FOLD_S = 0.1
+#: How many attempts the worker notes before it counts them itself (the monitor's thread counts
+#: them at every heartbeat and flush; this keeps a fast worker's notes few in between).
 FOLD_AT = 4096
 STOP_GRACE_S = 3.0
 INTERVAL_ENV = "EVENTBUS_MONITOR_INTERVAL"
@@ -101,6 +101,7 @@ class WorkerMonitor(WorkerObserver):
         self._recent_version = 0
         #: Attempts noted by the worker's thread, not counted yet (see :meth:`fold`).
         self._finished: collections.deque[tuple[Any, ...]] = collections.deque()
+        self._folding = threading.Lock()
         self._written_version = 0
         self._job_started_at = 0.0
         self._current: QueueJob | None = None
@@ -148,15 +149,16 @@ class WorkerMonitor(WorkerObserver):
             self.fold()
 
     def fold(self) -> None:
-        """Count the attempts noted since the last fold: metrics, recent jobs, totals."""
-        finished, taken = self._finished, []
-        while finished:
-            try:
-                taken.append(finished.popleft())
-            except IndexError:  # another thread took the last one
-                break
-        if not taken:
-            return
+        """Count the attempts noted since the last fold: metrics, recent jobs, totals (one fold
+        at a time: the worker's thread and the monitor's may both call it)."""
+        with self._folding:
+            finished, taken = self._finished, []
+            while finished:
+                taken.append(finished.popleft())  # only under this lock: never empty here
+            if taken:
+                self._count(taken)
+
+    def _count(self, taken: list[tuple[Any, ...]]) -> None:
         counted = [(queue, name, status_of(outcome), runtime_s, _wait_s(attempt, pushed, started_at), at)
                    for _, queue, attempt, name, outcome, runtime_s, pushed, started_at, at, _ in taken]
         self.recorder.record_many(counted)
@@ -212,13 +214,9 @@ class WorkerMonitor(WorkerObserver):
         return info, entries, version
 
     def _report(self, worker: Worker) -> None:
-        flushed_at = beat_at = time.monotonic()
+        flushed_at = time.monotonic()
         self._safely(lambda: self._heartbeat(worker))  # visible at once, not after a heartbeat
-        while not self._stop.wait(min(FOLD_S, self.heartbeat_s)):
-            self.fold()  # often, so that the noted attempts stay few
-            if time.monotonic() - beat_at < self.heartbeat_s:
-                continue
-            beat_at = time.monotonic()
+        while not self._stop.wait(self.heartbeat_s):
             self._safely(lambda: self._heartbeat(worker))
             if time.monotonic() - flushed_at >= self.flush_s:
                 flushed_at = time.monotonic()
