@@ -10,7 +10,7 @@ keeps working.
 
 Per job the worker's thread only notes the attempt (a tuple on a queue); the noted attempts are
 counted into the metrics and the recent jobs before each heartbeat and flush (by the monitor's
-thread), or by the worker's thread once 4,096 are waiting.
+thread), or by the worker's thread once 1,024 are waiting.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ FLUSH_S = 5.0
 RECENT_PER_WORKER = 50
 #: How many attempts the worker notes before it counts them itself (the monitor's thread counts
 #: them at every heartbeat and flush; this keeps a fast worker's notes few in between).
-FOLD_AT = 4096
+FOLD_AT = 1024
 STOP_GRACE_S = 3.0
 INTERVAL_ENV = "EVENTBUS_MONITOR_INTERVAL"
 
