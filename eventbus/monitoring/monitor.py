@@ -132,8 +132,8 @@ class WorkerMonitor(WorkerObserver):
 
     def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
-        """Note the attempt's facts; the monitor's thread counts them (:meth:`fold`), so a job
-        costs its worker a tuple, not the metrics' and the recent list's bookkeeping."""
+        """Note the attempt's facts, to be counted in a batch later (:meth:`fold`): a job costs
+        its worker a tuple, not the metrics' and the recent list's bookkeeping."""
         try:  # the name, the uuid and the push time from one look at the payload
             payload = job.payload()
         except DeserializationError:
