@@ -43,8 +43,10 @@ class Inspect(eventbus.Job):
         self.parcel = parcel
 
     def handle(self) -> None:
+        fresh = not hasattr(g, "touched")  # a g left by an earlier job would carry the mark
         g.touched = True
-        SEEN.append((current_app.name, id(g._get_current_object()),
+        # the g object itself, kept alive: comparing ids of freed objects can match by reuse
+        SEEN.append((current_app.name, (g._get_current_object(), fresh),
                      self.parcel.label if self.parcel else None))
 
 
@@ -109,7 +111,8 @@ def test_every_job_runs_in_a_fresh_app_context_and_loads_flask_sqlalchemy_models
     assert work() == 0
     assert eventbus.failed_store().all() == []
     (name1, g1, label), (name2, g2, _) = SEEN
-    assert name1 == name2 == app.name and g1 != g2          # one context per job
+    assert name1 == name2 == app.name                         # one context per job:
+    assert g1[0] is not g2[0] and g1[1] and g2[1]             # its own g, fresh
     assert label == "fragile, this side up"                  # loaded fresh, in the job's context
     assert not has_app_context()                             # popped after the job
     with app.app_context():
