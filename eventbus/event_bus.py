@@ -125,10 +125,7 @@ class EventBus:
     def wants(self, event_class: type) -> bool:
         """Whether emitting an event of ``event_class`` would reach anyone (a listener or an
         interceptor): the hot paths skip building events nobody receives."""
-        if self.interceptors:
-            return True
-        found = self._cache.get(event_class)  # asked twice a job: the cached answer first
-        return bool(found if found is not None else self._listeners_for(event_class, ""))
+        return bool(self.interceptors) or bool(self._listeners_for(event_class, ""))
 
     def has_listeners(self, event: EventKey) -> bool:
         return bool(self._listeners_for(event, key_name(event)))

@@ -60,9 +60,7 @@ class CallQueuedHandler:
     @staticmethod
     def resolve_command(data: dict[str, Any]) -> Any:
         cls = registry.resolve(str(data["commandName"]))
-        command = data["command"]
-        if not command:  # a command without state (most listeners' events carry some)
-            return serializer.restore_object(cls, {})
+        command = data["command"]  # read, never changed: unsealing and decoding build new dicts
         if encryption.is_sealed(command):
             command = encryption.unseal(command, settings().key)
         decode = serializer.decode

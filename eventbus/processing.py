@@ -264,18 +264,10 @@ def retry_until_passed(job: QueueJob) -> bool | None:
 
 
 def fail_if_already_exceeds_max_attempts(job: QueueJob, options: ProcessOptions, ctx: Collaborators) -> bool:
-    """A job that a killed worker never finished comes back with too many attempts: fail it.
-
-    (Every job asks this before it runs: the payload is read once here, not through
-    :func:`retry_until_passed` and :func:`max_tries_for`, which decide the same.)
-    """
-    payload = job.payload()
-    until, own = payload.retry_until, payload.max_tries
-    if until is None:
-        max_tries = options.tries if own is None else int(own)
-        if max_tries == 0 or job.attempts <= max_tries:
-            return False
-    elif time.time() <= float(until):
+    """A job that a killed worker never finished comes back with too many attempts: fail it."""
+    passed = retry_until_passed(job)
+    max_tries = max_tries_for(job, options)
+    if passed is False or (passed is None and (max_tries == 0 or job.attempts <= max_tries)):
         return False
     fail_job(job, MaxAttemptsExceededError(
         f"{job.payload().display_name} has been attempted too many times ({job.attempts}) "

@@ -111,14 +111,14 @@ def alarm_handler() -> Iterator[None]:
 def stop_timer() -> None:
     """Stop the interval timer a worker left running after its last job (before an idle wait:
     no signal then interrupts code waiting for work)."""
-    if _installed and _armed is None and threading.get_ident() == _main_ident:
+    if _installed and _armed is None and can_interrupt():
         signal.setitimer(signal.ITIMER_REAL, 0)
 
 
 def interrupt_after(seconds: float | None, what: str = "job") -> contextlib.AbstractContextManager[None]:
     """Raise JobTimeoutError in this (main) thread if the block runs longer than ``seconds``."""
-    if not seconds or seconds <= 0 or not _HAS_SETITIMER or threading.get_ident() != _main_ident:
-        return _NOTHING  # (the last two: not can_interrupt(), asked once a job)
+    if not seconds or seconds <= 0 or not can_interrupt():
+        return _NOTHING
     return _Alarm(seconds, what)
 
 

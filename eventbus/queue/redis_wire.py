@@ -61,7 +61,8 @@ def _forked() -> None:
     _forks += 1
 
 
-os.register_at_fork(after_in_child=_forked)
+if hasattr(os, "register_at_fork"):  # where there is no fork, there is nothing to count
+    os.register_at_fork(after_in_child=_forked)
 
 
 class _Connection:
