@@ -9,8 +9,9 @@ The job is one INCR of a Redis counter (one UPDATE of a counter row for the Post
 Measured for each peer: dispatch with one call per job; its bulk API; drain of the queued jobs by
 two worker processes (rate from the first INCR to the last, so worker start is excluded; the rate
 including start is shown beside it); idle-worker latency p50/p99 from the enqueue call to the job
-running, one job at a time into one idle worker (Redis only). A bare redis-py EVALSHA loop is the
-floor for dispatch. Ratios are peer / eventbus: above 1 the peer is faster, or for latency slower.
+running, one job at a time into one idle worker (Redis only). The floor is bare redis-py: an EVALSHA
+loop for dispatch, and a BLPOP loop for latency (this machine's own wake-up time and its tail).
+Ratios are peer / eventbus: above 1 the peer is faster, or for latency slower.
 
 The peers are never project dependencies: each is installed with eventbus (``pip install -e`` of
 this tree) into its own throwaway venv under $EVENTBUS_BENCH_VENV (default ~/.cache/eventbus-bench),

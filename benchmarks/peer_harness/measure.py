@@ -57,8 +57,8 @@ def server_version(spec: PeerSpec) -> str:
 
 
 def applicable(spec: PeerSpec, metric: str) -> bool:
-    if spec.floor:
-        return metric == "dispatch"
+    if spec.floor:  # a push loop and a waiting loop: no bulk API, and its drain is placement.py's
+        return metric in ("dispatch", "latency")
     return not (spec.backend == "postgres" and metric == "latency")
 
 
