@@ -64,6 +64,11 @@ _installed = False
 _DRIFT_S = 1.0
 
 
+def _fire_in(seconds: float) -> None:
+    """Set the interval timer to fire once, in ``seconds`` (at least the slack: 0 would stop it)."""
+    signal.setitimer(signal.ITIMER_REAL, max(seconds, _SLACK_S))
+
+
 def _on_alarm(signum: int, frame: FrameType | None) -> None:
     """Interrupt the armed code once a deadline has passed; a timer that fired early (it was
     set for an earlier job) is set again for the deadline, and one that fires with nothing
@@ -73,7 +78,7 @@ def _on_alarm(signum: int, frame: FrameType | None) -> None:
         return
     now = time.monotonic()
     if now < armed.earliest - _SLACK_S:
-        signal.setitimer(signal.ITIMER_REAL, armed.earliest - now)
+        _fire_in(armed.earliest - now)
         return
     due = armed
     while due.deadline - _SLACK_S > now and due.outer is not None:
@@ -155,13 +160,11 @@ class _Alarm:
         _armed = self
         if self.swapped:  # on its own: the handler for this block only, the timer set exactly
             self.previous = signal.signal(signal.SIGALRM, _on_alarm)
-            signal.setitimer(signal.ITIMER_REAL, max(earliest - now, _SLACK_S))
+        elif 0 < earliest - now - signal.getitimer(signal.ITIMER_REAL)[0] <= min(_DRIFT_S, seconds / 10):
+            # Keep the running timer: it fires by the deadline, and not much before it (then it
+            # would interrupt the job for nothing). One system call to read it, none to set it.
             return
-        # Keep the running timer when it fires by the deadline, and not much before it (then
-        # it would interrupt the job for nothing): one system call to read it, none to set it.
-        left = signal.getitimer(signal.ITIMER_REAL)[0]
-        if not 0 < earliest - now - left <= min(_DRIFT_S, seconds / 10):
-            signal.setitimer(signal.ITIMER_REAL, max(earliest - now, _SLACK_S))
+        _fire_in(earliest - now)
 
     def __exit__(self, *exc: object) -> None:
         global _armed
@@ -174,7 +177,7 @@ class _Alarm:
         if outer is None:
             signal.setitimer(signal.ITIMER_REAL, 0)
         else:  # an enclosing block still has its deadline
-            signal.setitimer(signal.ITIMER_REAL, max(outer.earliest - time.monotonic(), _SLACK_S))
+            _fire_in(outer.earliest - time.monotonic())
         signal.signal(signal.SIGALRM, self.previous if self.previous is not None else signal.SIG_DFL)
 
 

@@ -429,17 +429,11 @@ class Worker:
                       exc, exc_info=exc if show_traceback else None)
         runtime_s = time.monotonic() - started
         self.observer.job_finished(self, job, outcome, runtime_s, exc)
-        if self.output is not None:
-            self._report(job, outcome, runtime_s, exc)
+        if self.output is not None:  # ``eventbus work`` without --quiet: the job's line
+            self.output(report_line(self, job, outcome, runtime_s, exc))
         if self._prefetch is not None:
             self._prefetch.ran(time.monotonic() - started)
         return outcome
-
-    def _report(self, job: QueueJob, outcome: Outcome, seconds: float,
-                exc: BaseException | None) -> None:
-        """The job's line, for a worker given an ``output`` (``eventbus work`` without --quiet)."""
-        assert self.output is not None
-        self.output(report_line(self, job, outcome, seconds, exc))
 
     # -- the watchdog for jobs that ignore the interrupt --------------------------------------
     def _give_up_on(self, job: QueueJob) -> None:
