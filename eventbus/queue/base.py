@@ -9,23 +9,25 @@ cannot delete or duplicate the job it no longer owns.
 from __future__ import annotations
 
 import abc
-import asyncio
 import dataclasses
 import datetime as dt
 import difflib
+import enum
 import logging
 import math
 import time
 import uuid as uuid_module
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 from urllib.parse import urlsplit
 
-from eventbus.errors import ConfigurationError, DeserializationError
+from eventbus.errors import ConfigurationError, DeserializationError, EventBusError
 from eventbus.payload import Payload, parse_document, uuid_of
 from eventbus.state.base import StateStore
-from eventbus.state.database import EMBEDDED_SQLITE_URL, SqlStateStore
 from eventbus.urls import redact_url
+
+if TYPE_CHECKING:  # asyncio is imported where it is used: `import eventbus` goes without it
+    import asyncio
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +35,11 @@ Delay = float | int | dt.timedelta | dt.datetime
 
 
 def delay_seconds(delay: Delay | None) -> float:
-    """Normalise a delay (seconds, timedelta or aware datetime) to seconds, never negative."""
+    """Normalise a delay (seconds, timedelta or aware datetime) to seconds, never negative.
+
+    NaN and infinity are an :class:`EventBusError` (no driver can keep a job for ever, and a
+    server that counts in whole seconds cannot even round them).
+    """
     if delay is None:
         return 0.0
     if isinstance(delay, dt.timedelta):
@@ -43,9 +49,14 @@ def delay_seconds(delay: Delay | None) -> float:
             raise ValueError("delay datetime must be timezone-aware (e.g. datetime.now(timezone.utc))")
         seconds = (delay - dt.datetime.now(dt.timezone.utc)).total_seconds()
     elif isinstance(delay, (int, float)) and not isinstance(delay, bool):
-        seconds = float(delay)
+        try:
+            seconds = float(delay)
+        except OverflowError:  # an int beyond any float
+            seconds = math.inf
     else:
         raise TypeError(f"delay must be seconds, a timedelta or a datetime, not {type(delay).__name__}")
+    if not math.isfinite(seconds):
+        raise EventBusError(f"delay must be a finite number of seconds, not {delay!r:.40}")
     return max(seconds, 0.0)
 
 
@@ -65,6 +76,36 @@ class QueueStats:
 
     def to_dict(self) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "size": self.size}
+
+
+class JobState(enum.Enum):
+    """Where a queued job is (:meth:`Queue.find`)."""
+
+    READY = "ready"
+    DELAYED = "delayed"
+    #: A worker holds it (running, or held by a worker that died, until ``retry_after``).
+    RESERVED = "reserved"
+
+
+@dataclasses.dataclass(frozen=True)
+class QueuedJob:
+    """One job found in a queue by its uuid: where it is, and its payload as stored."""
+
+    uuid: str
+    queue: str
+    state: JobState
+    raw: str
+
+
+class Cancellation(enum.Enum):
+    """What :meth:`Queue.cancel` did."""
+
+    #: The job was ready or delayed; it is gone, with its body, and never runs.
+    CANCELLED = "cancelled"
+    #: A worker holds the job: nothing was changed.
+    RESERVED = "reserved"
+    #: No job with that uuid is queued there (it ran, failed, or never was).
+    NOT_FOUND = "not found"
 
 
 @dataclasses.dataclass
@@ -118,6 +159,11 @@ class QueueJob:
     _document: dict[str, Any] | None = dataclasses.field(default=None, repr=False)
     #: Set by whoever runs the job (the worker's processing): how ``fail()`` fails it for good.
     on_fail: Callable[[QueueJob, BaseException], None] | None = dataclasses.field(default=None, repr=False)
+    #: Why the payload was refused (a bad signature, a name outside the registry), once it was:
+    #: from then on :meth:`payload` raises it, so nothing reads a field of a refused envelope.
+    refusal: DeserializationError | None = dataclasses.field(default=None, repr=False)
+    #: The worker checked the signature and the names already (:func:`eventbus.worker.processing.screen`).
+    screened: bool = dataclasses.field(default=False, repr=False)
 
     @property
     def connection_name(self) -> str:
@@ -125,9 +171,12 @@ class QueueJob:
 
     @property
     def uuid(self) -> str:
-        """The payload's uuid; for a body that is not JSON, the id the driver gave it."""
-        if self._document is not None and isinstance(self._document.get("uuid"), str):
-            return str(self._document["uuid"])
+        """The payload's uuid; for a body that is not JSON, the id the driver gave it. Text
+        that is not UTF-8 is escaped (:func:`~eventbus.payload.text_id`), so a store can keep it."""
+        if self._document is not None:
+            value = self._document.get("uuid")
+            if isinstance(value, str) and value and value.isascii():
+                return value
         return uuid_of(self.raw) or self.stored_uuid or self.job_id
 
     def document(self) -> dict[str, Any]:
@@ -141,10 +190,24 @@ class QueueJob:
         return self._document
 
     def payload(self) -> Payload:
-        """The parsed payload (raises DeserializationError for a bad body)."""
+        """The parsed payload (raises DeserializationError for a bad body, and for a refused one)."""
+        if self.refusal is not None:
+            raise DeserializationError(f"the payload was refused: {self.refusal}",
+                                       job_uuid=self.uuid, queue=self.queue_name)
         if self._payload is None:
             self._payload = Payload.from_dict(self.document())
         return self._payload
+
+    def amend_payload(self, payload: Payload) -> None:
+        """Let what the job set off follow ``payload`` instead of the stored one (a running job
+        added steps to its chain). The stored body is not changed: a job released or retried
+        runs from what was pushed, as in Laravel."""
+        self._payload = payload
+
+    def refuse(self, reason: DeserializationError) -> None:
+        """Mark the payload refused: what it says is not acted on from now on (see :attr:`refusal`)."""
+        if self.refusal is None:
+            self.refusal = reason
 
     def delete(self) -> bool:
         """Remove the job for good. False if this worker no longer holds the reservation."""
@@ -169,12 +232,14 @@ class QueueJob:
         """Put the job back, available after ``delay``. False if the reservation was lost.
 
         With ``counts_attempt=False`` (a rate limit or a lock said "not now", the job never ran)
-        the attempt this pop counted is given back, so it does not use up a try.
+        the attempt this pop counted is given back in the same step, so it does not use up a try
+        (see :meth:`Queue.release_uncounted`).
         """
         self.release_delay_s = delay_seconds(delay)
-        self.released = self.queue.release_reserved(self, self.release_delay_s)
-        if self.released and not counts_attempt:
-            self.queue.uncount_attempt(self)
+        if counts_attempt:
+            self.released = self.queue.release_reserved(self, self.release_delay_s)
+        else:
+            self.released = self.queue.release_uncounted(self, self.release_delay_s)
         return self.released
 
     def touch(self) -> bool:
@@ -204,11 +269,15 @@ class QueueJob:
 class Queue(abc.ABC):
     """One connection's queues. ``queue=None`` everywhere means the connection's default queue.
 
+    What every driver does: push, pop, delete and release with a fenced reservation, count,
+    clear. What a driver may do besides (peek, cancel one job, reserve many at once, signal its
+    workers, ...) it declares by naming the protocols of :mod:`eventbus.queue.capabilities`
+    among its bases; this class keeps a fallback for each, so a caller needs no ``hasattr``.
+
     The facts about a driver live on its class, so nothing outside the driver's own file needs
     to name it: the options a connection of it accepts (with their defaults), whether it needs a
     URL, whether its reservations expire (so the worker's timeout must stay below
-    ``retry_after``), whether it runs jobs inline, and whether workers consume it (so
-    ``eventbus restart``/``down`` apply). A driver is one file plus one line in
+    ``retry_after``), whether it runs jobs inline. A driver is one file plus one line in
     :mod:`eventbus.queue.drivers`.
     """
 
@@ -224,7 +293,11 @@ class Queue(abc.ABC):
     holds_reservations: ClassVar[bool] = False
     #: A push runs the job at once in the caller (the ``sync`` driver).
     runs_inline: ClassVar[bool] = False
-    #: Worker processes take jobs from it, so worker signals (restart, down) apply.
+    #: Worker processes take jobs from it, so worker signals (restart, down) apply. Set by
+    #: declaring :class:`~eventbus.queue.capabilities.WorkerSignals`, as are the other flags
+    #: of a capability below (``peekable``, ``reports_wait``, ``gives_back_attempts``,
+    #: ``cancellable``, ``batches_reservations``): read them with
+    #: :func:`~eventbus.queue.capabilities.supports`.
     has_workers: ClassVar[bool] = False
     #: Pushing a uuid that is still queued adds nothing (the contract's idempotent push). A
     #: driver whose server cannot deduplicate says False: a repeated push then stores a copy.
@@ -235,8 +308,23 @@ class Queue(abc.ABC):
     #: ``clear`` reaches delayed jobs too. False for a server that hides delayed jobs from every
     #: client until they are due: ``clear`` then removes the ready ones only.
     clears_delayed: ClassVar[bool] = True
-    #: Ready jobs can be looked at without reserving them (``peek``, ``oldest_ready_age_s``).
-    peekable: ClassVar[bool] = True
+    #: Ready jobs can be looked at without reserving them (:class:`~eventbus.queue.capabilities.Peekable`).
+    peekable: ClassVar[bool] = False
+    #: :meth:`oldest_ready_age_s` can tell how long the oldest ready job has waited. False for a
+    #: driver that cannot (its server does not say, or no job ever waits): ``eventbus monitor``
+    #: never raises a long-wait alert for its queues, and says so.
+    reports_wait: ClassVar[bool] = False
+    #: :meth:`release_uncounted` gives the attempt back (False: such a release uses up a try).
+    gives_back_attempts: ClassVar[bool] = False
+    #: Other processes reach the same jobs. False for a driver whose jobs live in the process
+    #: that pushed them (``memory``): ``eventbus work --processes N`` refuses it.
+    shared_between_processes: ClassVar[bool] = True
+    #: One ready or delayed job can be found by its uuid and removed (:meth:`find`,
+    #: :meth:`cancel`; ``eventbus cancel``). A driver that cannot says why in
+    #: :attr:`not_cancellable_because`.
+    cancellable: ClassVar[bool] = False
+    #: Why :meth:`cancel` is not offered (the end of "cannot cancel one job: ...").
+    not_cancellable_because: ClassVar[str] = "it cannot find one queued job by its uuid"
 
     def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         self.connection_name = connection_name
@@ -285,6 +373,13 @@ class Queue(abc.ABC):
         """Where this connection's failed jobs live by default (None: the embedded SQLite file)."""
         return None
 
+    @classmethod
+    def failed_scope(cls, config: Mapping[str, Any]) -> dict[str, str]:
+        """What scopes the failed store of an app whose default connection this is, so apps
+        sharing a server keep apart (``{"prefix": ...}`` on Redis, ``{"table": ...}`` in SQL;
+        see :func:`eventbus.failed.store_for`). Default: nothing (the store's own defaults)."""
+        return {}
+
     def queue_name(self, queue: str | None) -> str:
         return queue or self.default_queue
 
@@ -323,12 +418,17 @@ class Queue(abc.ABC):
     @abc.abstractmethod
     def release_reserved(self, job: QueueJob, delay: float) -> bool: ...
 
-    def uncount_attempt(self, job: QueueJob) -> None:
-        """Give back the attempt a pop counted for a job released without running.
+    def release_uncounted(self, job: QueueJob, delay: float) -> bool:
+        """:meth:`release_reserved`, and give back the attempt the pop counted, in one step
+        (a job released without running: a lock or a limit said "not now").
 
-        Drivers that keep the count (Redis, SQL) lower it by one; the default keeps it, so on
-        such a driver a release without running uses up a try like any other.
+        One step, because in two a worker could reserve the job between them and count an
+        attempt too many (a job with ``tries = 1`` would then fail without ever running). A
+        driver that cannot give an attempt back keeps this default, and a release without
+        running then uses up a try like any other (as it always does in Laravel); such a driver
+        leaves :attr:`gives_back_attempts` False.
         """
+        return self.release_reserved(job, delay)
 
     def hold_failure(self, job: QueueJob, description: str) -> bool:
         """Keep a job that failed for good reserved for another ``retry_after``, with
@@ -369,8 +469,7 @@ class Queue(abc.ABC):
             self.delete_reserved(job)
         lost = {job.job_id for job in renew if not self.touch_reserved(job)} if renew else set()
         for job in give_back:
-            if self.release_reserved(job, 0.0):
-                self.uncount_attempt(job)
+            self.release_uncounted(job, 0.0)
         return Reserved(pop_up_to(limit, lambda: self.pop(queue)), lost)
 
     def abandon_wait(self) -> None:
@@ -397,6 +496,11 @@ class Queue(abc.ABC):
         """Ready, delayed and reserved counts of one queue (drivers that keep none: all zero)."""
         return QueueStats(self.queue_name(queue), 0, 0, 0)
 
+    def oldest_ready_age_s(self, queue: str | None = None) -> float | None:
+        """Seconds the oldest ready job of ``queue`` has waited (None: no ready job, or the
+        driver cannot tell, see :attr:`reports_wait`). Default: from :meth:`stats`."""
+        return self.stats(queue).oldest_ready_age_s if self.reports_wait else None
+
     @abc.abstractmethod
     def clear(self, queue: str | None = None) -> int:
         """Remove ready and delayed jobs (not reserved ones); return how many."""
@@ -404,6 +508,23 @@ class Queue(abc.ABC):
     @abc.abstractmethod
     def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
         """Raw payloads of ready jobs, oldest first, without reserving them."""
+
+    # -- one job by its uuid (drivers that declare Cancellable) --------------------------------
+    def find(self, uuid: str, queue: str | None = None) -> QueuedJob | None:
+        """The job ``uuid`` of ``queue`` (ready, delayed or reserved), or None. Reserves nothing."""
+        raise EventBusError(f"the {self.driver} driver cannot cancel one job: {self.not_cancellable_because}")
+
+    def list_jobs(self, state: JobState, queue: str | None = None, limit: int = 10) -> list[QueuedJob]:
+        """Up to ``limit`` jobs of ``queue`` in ``state``, without touching them: ready ones oldest
+        first, delayed ones soonest due first, reserved ones soonest expiring first (for people:
+        the dashboard's job listing; a job may move on between two reads)."""
+        raise EventBusError(f"the {self.driver} driver cannot cancel one job: {self.not_cancellable_because}")
+
+    def cancel(self, uuid: str, queue: str | None = None) -> Cancellation:
+        """Remove the job ``uuid`` of ``queue`` in one step if it is ready or delayed: it never
+        runs. A reserved job is left to its worker (:attr:`Cancellation.RESERVED`). Unique locks
+        and batches are not the driver's business (see :func:`eventbus.control.cancel`)."""
+        raise EventBusError(f"the {self.driver} driver cannot cancel one job: {self.not_cancellable_because}")
 
     # -- worker support ----------------------------------------------------------------------
     @abc.abstractmethod
@@ -427,6 +548,8 @@ class Queue(abc.ABC):
     def state_store(self) -> StateStore:
         """A new state store for this connection (:mod:`eventbus.state`); drivers with a server
         keep it there. Default: the embedded SQLite file, beside the default failed job store."""
+        from eventbus.state.database import EMBEDDED_SQLITE_URL, SqlStateStore  # SQLAlchemy: on use
+
         return SqlStateStore(EMBEDDED_SQLITE_URL)
 
     # -- worker signals (``eventbus restart``, ``down``, ``up``) --------------------------------
@@ -442,20 +565,24 @@ class Queue(abc.ABC):
     # -- pushing from an event loop (``await eventbus.adispatch(...)``) -------------------------
     # The default runs the sync push on a worker thread: correct for every driver and never
     # blocks the loop, at the price of a thread hop per call. A driver with an async client
-    # overrides these three (Redis: redis.asyncio, see eventbus.queue.redis_async).
+    # overrides these three (Redis: redis.asyncio, see eventbus.queue.redis.aio).
     async def apush(self, payload: Payload, queue: str | None = None) -> str:
         """:meth:`push` for a caller on an event loop: the loop keeps running meanwhile."""
+        import asyncio
         return await asyncio.to_thread(self.push, payload, queue)
 
     async def alater(self, delay: Delay, payload: Payload, queue: str | None = None) -> str:
         """:meth:`later` for a caller on an event loop."""
+        import asyncio
         return await asyncio.to_thread(self.later, delay, payload, queue)
 
     async def abulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
         """:meth:`bulk` for a caller on an event loop."""
+        import asyncio
         return await asyncio.to_thread(self.bulk, list(payloads), queue)
 
 
+#: Bad worker signal values warned about, once per process (below the runtime, which imports it).
 _warned_signals: set[tuple[str, str]] = set()
 
 

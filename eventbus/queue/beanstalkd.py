@@ -12,7 +12,9 @@ the work (Laravel's ``BeanstalkdQueue``, with the traps the protocol sets):
 - **attempts** = the payload's count + the job's ``reserves`` (``stats-job``), as Laravel's
   ``BeanstalkdJob::attempts()`` does. Not ``releases``: a reservation that ended because its TTR
   ran out or its worker died (``kill -9``) is an attempt too, and only ``reserves`` counts it; a
-  job that kills its worker would otherwise come back forever.
+  job that kills its worker would otherwise come back forever. A release that gives its attempt
+  back (a lock or a limit said "not now") puts a copy whose body counts one attempt fewer, then
+  deletes the original (the server cannot forget a reserve).
 - **reservations are bound to the TCP connection** that reserved the job: ``release``, ``touch``
   and ``delete`` of a reserved job from any other connection get ``NOT_FOUND``, and when that
   connection closes (a worker killed with ``-9``) the server makes its jobs ready at once. That is
@@ -29,6 +31,9 @@ the work (Laravel's ``BeanstalkdQueue``, with the traps the protocol sets):
   when a job will not stop) under a supervisor. Before a late delete, and before a pop while it
   holds a reservation that may have expired, the driver sends one harmless command
   (``list-tube-used``) so that the server looks at its own expired reservations first.
+- **persistence**: the server holds its jobs in memory; only with a binlog (``beanstalkd -b
+  <dir>``) does a restart or ``kill -9`` keep them (without one, a kill lost every queued job in
+  the chaos suite). A worker warns at start when the server keeps no binlog.
 - **failed** jobs are deleted and recorded in the failed store like everywhere else; nothing is
   ever buried (``size`` ignores buried jobs someone else made).
 - **size** and **stats** come from ``stats-tube`` (ready + delayed + reserved; a tube the server
@@ -69,11 +74,13 @@ from urllib.parse import urlsplit
 from eventbus.errors import (
     ConfigurationError,
     ConnectionUnavailableError,
+    DeserializationError,
     EventBusError,
     MissingDependencyError,
 )
-from eventbus.payload import Payload, attempts_of, pushed_at_of, uuid_of
+from eventbus.payload import Payload, attempts_of, parse_document, pushed_at_of, uuid_of, with_attempts
 from eventbus.queue.base import Delay, Queue, QueueJob, QueueStats, delay_seconds, parse_signals
+from eventbus.queue.capabilities import GivesBackAttempts, Peekable, ReportsWait, WorkerSignals
 from eventbus.urls import redact_url
 
 try:  # one small module; the driver class must import without it (the driver table imports it)
@@ -92,11 +99,19 @@ PEEK_PROBES_PER_JOB = 50
 CONNECT_TIMEOUT_S = 5.0
 IO_TIMEOUT_S = 10.0
 SIGNALS_FIRST_PRIORITY = 2**31
+#: The longest delay the protocol carries (an unsigned 32-bit number of seconds, 136 years).
+MAX_DELAY_S = 2**32 - 1
 
 
 def whole_seconds(seconds: float) -> int:
     """beanstalkd counts in whole seconds: round up (a job must not run early), never below 0."""
     return max(math.ceil(round(seconds, 6)), 0)
+
+
+def _count(value: Any, default: int) -> int:
+    """A whole number the server reported (``stats-job``), or ``default`` when it is not one."""
+    text = str(value)
+    return int(text) if text.isascii() and text.isdigit() and len(text) <= 10 else default
 
 
 def check_tube(name: str, connection: str) -> str:
@@ -154,7 +169,11 @@ class _Link:
         try:
             try:
                 yield self.client or self._connect()
-            except greenstalk.UnknownResponseError:
+            except (greenstalk.UnknownResponseError, greenstalk.BadFormatError,
+                    greenstalk.UnknownCommandError, greenstalk.ExpectedCrlfError):
+                # the server did not take the command as sent: it may read what followed it (a
+                # job's body) as commands of their own, whose answers would be taken for the
+                # answers of the next ones
                 self.drop()
                 raise
             except greenstalk.Error:
@@ -203,13 +222,14 @@ class _Link:
         self.on_drop()
 
 
-class BeanstalkdQueue(Queue):
+class BeanstalkdQueue(Queue, Peekable, ReportsWait, GivesBackAttempts, WorkerSignals):
     driver = "beanstalkd"
+    not_cancellable_because = ("beanstalkd finds a job only by its own numeric id and keeps no "
+                               "index by uuid; finding one would mean walking every job id")
     defaults = {"queue": "default", "retry_after": 90.0, "block_for": 5.0, "priority": 1024}
     example_url = "beanstalk://127.0.0.1:11300"
     url_schemes = ("beanstalk",)
     holds_reservations = True
-    has_workers = True
     idempotent_push = False
     delay_granularity_s = 1.0
 
@@ -282,13 +302,18 @@ class BeanstalkdQueue(Queue):
 
     def _put(self, bodies: list[str], queue: str | None, delay: float, uuid: str | None) -> list[int]:
         tube = self._tube(queue)
+        seconds = whole_seconds(delay_seconds(delay))
+        if seconds > MAX_DELAY_S:
+            raise EventBusError(f"beanstalkd delays a job by at most {MAX_DELAY_S} seconds; this job "
+                                f"asked for {delay:g}s", job_uuid=uuid, queue=tube,
+                                connection=self.connection_name)
         ids = []
         with self.producer.session("push") as client:
             self.producer.use(client, tube)
             for text in bodies:
                 body = text.encode("utf-8", "surrogateescape")
                 try:
-                    ids.append(client.put(body, self.priority, whole_seconds(delay), self.ttr))
+                    ids.append(client.put(body, self.priority, seconds, self.ttr))
                 except greenstalk.JobTooBigError:
                     limit = client.stats()["max-job-size"]
                     raise EventBusError(
@@ -336,7 +361,7 @@ class BeanstalkdQueue(Queue):
         raw = job.body.decode("utf-8", "surrogateescape")
         token = uuid_module.uuid4().hex
         queue_job = QueueJob(queue=self, queue_name=tube, job_id=str(job.id), raw=raw,
-                             attempts=attempts_of(raw) + int(reserves), token=token,
+                             attempts=attempts_of(raw) + _count(reserves, 1), token=token,
                              stored_uuid=self._fresh_uuid(tube, job.id))
         now = time.monotonic()  # forget reservations the server has surely taken back
         for stale in [i for i, held in self._held.items() if now - held.since > self.ttr]:
@@ -380,6 +405,13 @@ class BeanstalkdQueue(Queue):
         return time.monotonic() - held.since >= self.ttr - SAFETY_MARGIN_S
 
     def delete_reserved(self, job: QueueJob) -> bool:
+        if not self._delete_held(job):
+            return False
+        self._forget_counter_of(job)
+        return True
+
+    def _delete_held(self, job: QueueJob) -> bool:
+        """Delete ``job`` while this worker still holds it (its exception counter stays)."""
         held = self._holding(job)
         if held is None:
             return False
@@ -396,7 +428,6 @@ class BeanstalkdQueue(Queue):
                 self._let_go(job)
                 return False
         self._let_go(job)
-        self._forget_counter_of(job)
         return True
 
     def release_reserved(self, job: QueueJob, delay: float) -> bool:
@@ -404,12 +435,34 @@ class BeanstalkdQueue(Queue):
             return False
         with self.consumer.session("release") as client:
             try:
-                client.release(greenstalk.Job(int(job.job_id), b""), self.priority, whole_seconds(delay))
+                client.release(greenstalk.Job(int(job.job_id), b""), self.priority,
+                               min(whole_seconds(delay), MAX_DELAY_S))
             except greenstalk.NotFoundError:
                 self._let_go(job)
                 return False
         self._let_go(job)
         return True
+
+    def release_uncounted(self, job: QueueJob, delay: float) -> bool:
+        """Put the job back as a copy whose body counts one attempt fewer, then delete the
+        original: beanstalkd counts reserves itself and can neither forget one nor change a
+        job's body. The copy is complete when it appears, so no worker can reserve the job with
+        an attempt too many; it goes to the back of its tube. A worker killed between the two
+        steps leaves both (the job may run twice, never zero times); a reservation lost
+        meanwhile deletes the copy again where it still can.
+        """
+        if self._holding(job) is None:
+            return False
+        try:
+            body = with_attempts(job.raw, max(job.attempts - 1, 0))
+        except ValueError:  # not a JSON object: nothing to count in, release it as it is
+            return self.release_reserved(job, delay)
+        [copy] = self._put([body], job.queue_name, delay, job.uuid)
+        if self._delete_held(job):
+            return True
+        with self.producer.session("release") as client, contextlib.suppress(greenstalk.NotFoundError):
+            client.delete(copy)  # reserved by someone already: the job runs twice, at worst
+        return False
 
     def touch_reserved(self, job: QueueJob) -> bool:
         """``touch``: the TTR starts again, so a long job keeps its reservation."""
@@ -563,11 +616,11 @@ class BeanstalkdQueue(Queue):
             job = client.peek_ready()
         except greenstalk.NotFoundError:
             return {}, None
-        try:
-            doc = json.loads(job.body)
-        except ValueError:
-            doc = None
-        return (doc if isinstance(doc, dict) else {}), job
+        try:  # anyone who can put a job here can put anything: a bad document is no signals
+            doc: Any = parse_document(job.body)
+        except DeserializationError:
+            doc = {}
+        return doc, job
 
     def signals(self) -> dict[str, float]:
         with self.producer.session("signal check") as client:
@@ -581,7 +634,7 @@ class BeanstalkdQueue(Queue):
             doc, old = self._read_signals(client)
             priority = SIGNALS_FIRST_PRIORITY
             if old is not None:
-                priority = max(int(client.stats_job(old.id)["pri"]) - 1, 0)
+                priority = max(_count(client.stats_job(old.id).get("pri"), SIGNALS_FIRST_PRIORITY) - 1, 0)
             doc.pop(name, None)
             if value is not None:
                 doc[name] = value
@@ -595,6 +648,20 @@ class BeanstalkdQueue(Queue):
     def ping(self) -> None:
         with self.consumer.session("connect"):
             pass
+
+    def startup_warnings(self) -> list[str]:
+        """A warning when the server keeps no binlog (``beanstalkd -b``): it holds its jobs in
+        memory only, and a restart or a crash of the server loses every one of them."""
+        try:
+            with self.producer.session("persistence check") as client:
+                binlog = int(client.stats().get("binlog-current-index", 0))
+        except (ConnectionUnavailableError, greenstalk.Error, ValueError):
+            return []
+        if binlog > 0:
+            return []
+        return [f"beanstalkd at {redact_url(self.url)} (connection {self.connection_name!r}) runs without a "
+                "binlog (no -b): a restart of the server loses every queued job. Start it with -b <dir> "
+                "(and -f <ms> to bound what a power cut takes)."]
 
     def close(self) -> None:
         self.producer.drop()

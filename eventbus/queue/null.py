@@ -8,10 +8,12 @@ attributes, the abstract methods of :class:`~eventbus.queue.base.Queue`), plus o
 from __future__ import annotations
 
 from eventbus.queue.base import Queue, QueueJob, id_for
+from eventbus.queue.capabilities import Peekable
 
 
-class NullQueue(Queue):
+class NullQueue(Queue, Peekable):
     driver = "null"
+    not_cancellable_because = "nothing is ever queued on it"
 
     def push_raw(self, payload: str, queue: str | None = None, *, delay: float = 0.0) -> str:
         return id_for(payload)

@@ -15,7 +15,10 @@ empty to use boto3's own credential chain: environment, profile, instance role),
   FIFO queue (SQS allows none per message there). ``release`` is ``ChangeMessageVisibility``,
   which may hide a message up to 12 hours after its receive (longer backoffs are cut to that).
 - **attempts** = the count at push (a message attribute, else the payload's) +
-  ``ApproximateReceiveCount``, which counts every receive (a worker killed mid-job included).
+  ``ApproximateReceiveCount``, which counts every receive (a worker killed mid-job included). A
+  release that gives its attempt back (a lock or a limit said "not now") sends a copy carrying
+  one attempt fewer and deletes the original; on a FIFO queue it uses up a try instead (a copy
+  would lose the group's order).
 - **pop** is a short poll; the worker's idle **wait** is a long poll (``WaitTimeSeconds``) on its
   first queue, or 1-second long polls taking its queues in turn; the message it receives goes to
   the next pop. On AWS a short poll of a nearly empty queue can miss messages (it asks a subset of
@@ -65,9 +68,11 @@ from eventbus.errors import (
     EventBusError,
     MissingDependencyError,
 )
-from eventbus.payload import Payload, attempts_of, uuid_of
+from eventbus.failed.base import refusal_description
+from eventbus.payload import MAX_COUNT, Payload, attempts_of, uuid_of
 from eventbus.queue.base import Delay, Queue, QueueJob, QueueStats, delay_seconds, parse_signals
-from eventbus.urls import redact_url
+from eventbus.queue.capabilities import GivesBackAttempts, WorkerSignals
+from eventbus.urls import redact_url, redact_urls_in
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -111,13 +116,40 @@ def wire_body(raw: str) -> tuple[str, dict[str, Any]]:
     return encoded, {ENCODING: {"DataType": "String", "StringValue": "base64"}}
 
 
-def read_body(message: Mapping[str, Any]) -> str:
-    encoding = message.get("MessageAttributes", {}).get(ENCODING, {}).get("StringValue")
+def _attribute(message: Mapping[str, Any], name: str) -> Any:
+    """A message attribute's ``StringValue`` as sent (None when absent): anyone who can send to
+    the queue chooses these, so the caller validates what it reads."""
+    attributes = message.get("MessageAttributes")
+    found = attributes.get(name) if isinstance(attributes, Mapping) else None
+    return found.get("StringValue") if isinstance(found, Mapping) else None
+
+
+def read_body(message: Mapping[str, Any]) -> tuple[str, str | None]:
+    """The payload text of a message, and what is wrong with it (None: nothing). A body that
+    cannot be decoded as its attribute says comes back as it was sent, with the problem."""
+    body, encoding = str(message.get("Body", "")), _attribute(message, ENCODING)
+    if encoding is None:
+        return body, None
     if encoding == "empty":
-        return ""
+        return "", None
     if encoding == "base64":
-        return base64.b64decode(message["Body"]).decode("utf-8", "surrogateescape")
-    return str(message["Body"])
+        try:
+            return base64.b64decode(body, validate=True).decode("utf-8", "surrogateescape"), None
+        except ValueError:
+            return body, f"its body is not base64, as its {ENCODING!r} attribute says"
+    return body, f"its {ENCODING!r} attribute is {str(encoding)[:40]!r}, not 'base64' or 'empty'"
+
+
+def count_attribute(message: Mapping[str, Any], name: str) -> tuple[int | None, str | None]:
+    """A whole-number attribute (``eventbus.attempts``, ``eventbus.exceptions``): the number,
+    or None and what is wrong with it."""
+    value = _attribute(message, name)
+    if value is None:
+        return None, None
+    text = str(value)
+    if text.isascii() and text.isdigit() and len(text) <= 10 and int(text) <= MAX_COUNT:
+        return int(text), None
+    return None, f"its {name!r} attribute must be a whole number from 0 to {MAX_COUNT}, not {text[:40]!r}"
 
 
 def _dedup_id(uuid: str) -> str:
@@ -153,16 +185,16 @@ class _Held:
     counted: bool = False  # an exception was recorded while holding it: a release sends a copy
 
 
-class SqsQueue(Queue):
+class SqsQueue(Queue, GivesBackAttempts, WorkerSignals):  # gives back: not on FIFO queues (release_uncounted)
     driver = "sqs"
+    not_cancellable_because = ("SQS deletes a message only with the receipt handle of a receive, "
+                               "and a receive hides it from every worker meanwhile")
     defaults = {"queue": "default", "retry_after": 90.0, "block_for": 5.0, "key": "", "secret": "",
                 "token": "", "region": "us-east-1", "prefix": "", "suffix": "", "endpoint_url": ""}
     holds_reservations = True
-    has_workers = True
     idempotent_push = False
     delay_granularity_s = 1.0
     clears_delayed = False
-    peekable = False
 
     @classmethod
     def validate_config(cls, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
@@ -261,7 +293,8 @@ class SqsQueue(Queue):
         context = {"connection": self.connection_name, "queue": queue}
         if isinstance(exc, (bx.ConnectionError, bx.HTTPClientError)):
             return ConnectionUnavailableError(f"cannot reach {where} for connection "
-                                              f"{self.connection_name!r} ({action}): {exc}", **context)
+                                              f"{self.connection_name!r} ({action}): "
+                                              f"{redact_urls_in(str(exc))}", **context)
         if isinstance(exc, (bx.NoCredentialsError, bx.PartialCredentialsError, bx.NoRegionError)):
             return ConfigurationError(f"connection {self.connection_name!r}: {exc} (set 'key', "
                                       "'secret' and 'region', or configure boto3)", **context)
@@ -307,7 +340,7 @@ class SqsQueue(Queue):
         if exceptions:
             attributes[EXCEPTIONS] = _number(exceptions)
         message: dict[str, Any] = {"MessageBody": body, "MessageAttributes": attributes}
-        seconds = whole_seconds(delay)
+        seconds = whole_seconds(delay_seconds(delay))
         if seconds and self.is_fifo(name):
             raise EventBusError(f"SQS FIFO queue {name!r} cannot delay one message (only the whole "
                                 "queue, with its DelaySeconds attribute): dispatch it without a delay "
@@ -413,15 +446,22 @@ class SqsQueue(Queue):
             return True, stash
 
     def _reserved(self, name: str, message: Mapping[str, Any], since: float) -> QueueJob:
-        raw = read_body(message)
-        attributes = message.get("MessageAttributes", {})
-        pushed_with = attributes.get(ATTEMPTS, {}).get("StringValue")
-        base = int(pushed_with) if pushed_with is not None else attempts_of(raw)
-        receives = int(message.get("Attributes", {}).get("ApproximateReceiveCount", 1))
+        """The job a received message holds. Its attributes are checked like the payload's
+        envelope: one that is not what this driver sends fails that message (it is recorded,
+        not run), never the worker that received it."""
+        raw, problem = read_body(message)
+        pushed_with, bad_attempts = count_attribute(message, ATTEMPTS)
+        exceptions, bad_exceptions = count_attribute(message, EXCEPTIONS)
+        problem = problem or bad_attempts or bad_exceptions
+        receives = str(message.get("Attributes", {}).get("ApproximateReceiveCount", "1"))
         job = QueueJob(queue=self, queue_name=name, job_id=str(message["MessageId"]), raw=raw,
-                       attempts=base + receives, token=uuid_module.uuid4().hex,
-                       stored_uuid=self._fresh_uuid(str(message["MessageId"])))
-        exceptions = int(attributes.get(EXCEPTIONS, {}).get("StringValue", 0))
+                       attempts=(attempts_of(raw) if pushed_with is None else pushed_with)
+                       + (int(receives) if receives.isascii() and receives.isdigit() else 1),
+                       token=uuid_module.uuid4().hex,
+                       stored_uuid=self._fresh_uuid(str(message["MessageId"])),
+                       failure=None if problem is None else refusal_description(
+                           f"refusing SQS message {message['MessageId']}: {problem}"))
+        exceptions = exceptions or 0
         url = self.queue_url(name)
         with self._lock:  # forget messages no receipt can hold any more (12 hours after receive)
             for stale in [i for i, h in self._held.items() if since - h.received > MAX_VISIBILITY_S]:
@@ -510,14 +550,29 @@ class SqsQueue(Queue):
         self._let_go(job)
         return True
 
-    def _release_as_copy(self, job: QueueJob, held: _Held, delay: float) -> bool:
-        """Send a copy carrying the exception count and attempts, then delete the original (a
-        message's attributes cannot change). Held first, so a stale worker sends no copy."""
+    def release_uncounted(self, job: QueueJob, delay: float) -> bool:
+        """SQS counts receives itself and cannot forget one: the job goes back as a copy that
+        carries one attempt fewer (sent complete, then the original deleted), except on a FIFO
+        queue, where a copy would lose its place in the group's order: there the release is
+        ``ChangeMessageVisibility`` and uses up a try."""
+        held = self._holding(job)
+        if held is None:
+            return False
+        if self.is_fifo(job.queue_name):
+            return self.release_reserved(job, delay)
+        return self._release_as_copy(job, held, delay, attempts=max(job.attempts - 1, 0))
+
+    def _release_as_copy(self, job: QueueJob, held: _Held, delay: float, *,
+                         attempts: int | None = None) -> bool:
+        """Send a copy carrying the exception count and attempts (``job.attempts`` unless
+        given), then delete the original (a message's attributes cannot change). Held first, so
+        a stale worker sends no copy."""
         seconds = whole_seconds(delay)
         if seconds > MAX_DELAY_S:
             log.warning("job %s: a copy can be delayed at most %ss by SQS; released for that instead "
                         "of %ss", job.uuid, MAX_DELAY_S, seconds)
-        message = self._message(job.queue_name, job.raw, attempts=job.attempts,
+        message = self._message(job.queue_name, job.raw,
+                                attempts=job.attempts if attempts is None else attempts,
                                 delay=min(seconds, MAX_DELAY_S), dedup_id=uuid_module.uuid4().hex,
                                 exceptions=held.exceptions)
         try:

@@ -19,6 +19,7 @@ from eventbus.queue.null import NullQueue
 class SyncQueue(NullQueue):
     driver = "sync"
     runs_inline = True
+    not_cancellable_because = "it runs every job the moment it is pushed; nothing is ever queued"
 
     def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         super().__init__(connection_name, config)

@@ -1,8 +1,10 @@
-"""One contract for every storing driver: Redis, SQLite, PostgreSQL, MariaDB, beanstalkd, SQS.
+"""One contract for every storing driver: Redis, SQLite, PostgreSQL, MariaDB, beanstalkd, SQS, memory.
 
-Where a server cannot do what the contract asks, its driver says so in a class attribute
-(``idempotent_push``, ``delay_granularity_s``, ``clears_delayed``, ``peekable``) and the test
-checks the behaviour the driver promises instead: never a skip that hides what happens.
+Where a server cannot do what the contract asks, its driver says so: in a class attribute
+(``idempotent_push``, ``delay_granularity_s``, ``clears_delayed``), or by not declaring a
+capability (:mod:`eventbus.queue.capabilities`: ``Peekable``, ``Cancellable``, ...), and the test
+checks the behaviour the driver promises instead: never a skip that hides what happens. A
+driver that declares a capability is held to it.
 """
 
 from __future__ import annotations
@@ -18,13 +20,27 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from helpers import MYSQL_URL, PG_URL, REDIS_URL, database_reason
 
 import eventbus
-from helpers import MYSQL_URL, PG_URL, REDIS_URL, database_reason
+from eventbus.errors import EventBusError
 from eventbus.payload import Payload
-from eventbus.queue.base import Queue, QueueJob
+from eventbus.queue.base import Cancellation, JobState, Queue, QueueJob
+from eventbus.queue.capabilities import (
+    CAPABILITIES,
+    FLAGS,
+    AsyncPush,
+    BatchesReservations,
+    Cancellable,
+    GivesBackAttempts,
+    Peekable,
+    ReportsWait,
+    WorkerSignals,
+    declared,
+    supports,
+)
 
-BACKENDS = ["redis", "sqlite", "postgres", "mariadb", "beanstalkd", "sqs"]
+BACKENDS = ["redis", "sqlite", "postgres", "mariadb", "beanstalkd", "sqs", "memory"]
 
 
 def connection_for(request: pytest.FixtureRequest, name: str, tmp_path: object) -> dict[str, Any]:
@@ -37,6 +53,8 @@ def connection_for(request: pytest.FixtureRequest, name: str, tmp_path: object) 
                 "retry_after": 2.0, "block_for": 1}
     if name == "sqs":
         return {**request.getfixturevalue("sqs_connection"), "retry_after": 2.0, "block_for": 1}
+    if name == "memory":  # configure() closed the last test's connection: this one starts empty
+        return {"driver": "memory", "retry_after": 1.0}
     url = {"sqlite": f"sqlite:///{tmp_path}/q.sqlite3", "postgres": PG_URL, "mariadb": MYSQL_URL}[name]
     reason = None if name == "sqlite" else database_reason(url)
     if reason:
@@ -130,6 +148,21 @@ def test_release_puts_the_job_back_with_its_attempts(q: Queue) -> None:
     assert again is not None and again.attempts == 2 and again.raw == job.raw
 
 
+def test_a_release_without_running_gives_the_attempt_back(q: Queue) -> None:
+    """``release(counts_attempt=False)``: the job comes back as the same attempt, in one step
+    (on a driver that cannot give an attempt back, it says so and the attempt is used)."""
+    p = payload(1, big=12345678901234567890123)
+    q.push(p)
+    job = q.pop()
+    assert job is not None and job.attempts == 1
+    assert job.release(0, counts_attempt=False)
+    again = q.pop()
+    assert again is not None and again.uuid == p.uuid and json.loads(again.raw) == json.loads(job.raw)
+    assert again.attempts == (1 if supports(q, GivesBackAttempts) else 2)
+    assert not job.release(0, counts_attempt=False), "a former holder gives nothing back"
+    assert again.delete() and q.size() == 0
+
+
 def test_release_with_delay(q: Queue) -> None:
     q.push(payload())
     job = q.pop()
@@ -179,7 +212,7 @@ def test_peek_shows_ready_payloads_oldest_first_without_reserving(q: Queue) -> N
     ps = [payload(n) for n in range(3)]
     for p in ps:
         q.push(p)
-    if not type(q).peekable:  # a look would be a receive, and count as an attempt
+    if not supports(q, Peekable):  # a look would be a receive, and count as an attempt
         assert q.peek(limit=2) == [] and q.stats().oldest_ready_age_s is None
         return
     assert q.peek(limit=2) == [ps[0].to_json(), ps[1].to_json()]
@@ -217,6 +250,7 @@ def test_exception_counts_per_job(q: Queue) -> None:
 
 
 def test_worker_signals(q: Queue) -> None:
+    assert supports(q, WorkerSignals), "every storing driver has workers"
     q.set_signal("down", None)
     q.set_signal("restart", 123.5)
     q.set_signal("down", 1.0)
@@ -234,9 +268,24 @@ def test_queues_and_stats_by_state(q: Queue) -> None:
     default, other = q.stats("default"), q.stats("other")
     assert (default.ready, default.delayed, default.reserved, default.size) == (1, 0, 1, 2)
     assert (other.ready, other.delayed, other.reserved) == (0, 1, 0)
-    if type(q).peekable:
+    if supports(q, Peekable):
         assert default.oldest_ready_age_s is not None and 0 <= default.oldest_ready_age_s < 30
     assert other.oldest_ready_age_s is None
+
+
+def test_the_oldest_ready_job_tells_how_long_it_waited(q: Queue) -> None:
+    """``oldest_ready_age_s``: what a long-wait alert reads; None from a driver that cannot tell."""
+    assert q.oldest_ready_age_s() is None
+    q.later(60, payload(1))
+    assert q.oldest_ready_age_s() is None  # delayed: not waiting yet
+    q.push(payload(2))
+    time.sleep(0.3)
+    q.push(payload(3))
+    age = q.oldest_ready_age_s()
+    if supports(q, ReportsWait):
+        assert age is not None and 0.25 <= age < 30
+    else:
+        assert age is None
 
 
 def test_the_async_push_stores_what_the_sync_push_stores(q: Queue) -> None:
@@ -254,6 +303,90 @@ def test_the_async_push_stores_what_the_sync_push_stores(q: Queue) -> None:
     assert q.stats("other").delayed == 1
 
 
+#: What a driver declaring the capability must implement itself: the base class's fallback for
+#: each of these does not do the job (it raises, pops one at a time, or takes a thread).
+OWN_METHODS = {Cancellable: ("find", "list_jobs", "cancel"), BatchesReservations: ("reserve",),
+               GivesBackAttempts: ("release_uncounted",), WorkerSignals: ("signals", "set_signal"),
+               AsyncPush: ("apush",), Peekable: ("peek",), ReportsWait: ()}
+
+
+def test_a_declared_capability_is_its_protocol_and_its_old_flag(q: Queue) -> None:
+    """What a driver declares is what ``supports`` answers and what the flag of earlier releases
+    says, and the driver implements the protocol's methods itself (the behaviour each promises
+    is held by the tests around this one)."""
+    capabilities = declared(q)
+    assert capabilities, f"the {q.driver} driver declares no capability"
+    for capability in CAPABILITIES:
+        flag = FLAGS.get(capability)
+        if flag is not None:
+            assert getattr(type(q), flag) is (capability in capabilities), (q.driver, flag)
+        if capability in capabilities:
+            assert isinstance(q, capability)
+            for method in OWN_METHODS[capability]:
+                assert getattr(type(q), method) is not getattr(Queue, method), (q.driver, method)
+
+
+# -- one job found by its uuid and cancelled (drivers that declare ``Cancellable``) ----------------
+
+def test_cancel_removes_a_ready_or_delayed_job_never_a_reserved_one(q: Queue) -> None:
+    if not supports(q, Cancellable):  # it says so, in one sentence, and touches nothing
+        with pytest.raises(EventBusError, match=f"the {q.driver} driver cannot cancel one job: "):
+            q.cancel(str(uuid.uuid4()))
+        return
+    held, ready, kept, delayed = payload(1), payload(2), payload(3), payload(4)
+    for p in (held, ready, kept):
+        q.push(p)
+    q.later(60, delayed)
+    job = q.pop()
+    assert job is not None and n_of(job) == 1
+    found = {p.uuid: q.find(p.uuid) for p in (held, ready, delayed)}
+    assert {u: (f.state, f.queue) for u, f in found.items() if f} == {
+        held.uuid: (JobState.RESERVED, "default"), ready.uuid: (JobState.READY, "default"),
+        delayed.uuid: (JobState.DELAYED, "default")}
+    assert json.loads(found[ready.uuid].raw)["uuid"] == ready.uuid  # type: ignore[union-attr]
+    assert q.find(str(uuid.uuid4())) is None and q.find(kept.uuid, "other") is None
+    assert q.cancel(ready.uuid) is Cancellation.CANCELLED
+    assert q.cancel(delayed.uuid) is Cancellation.CANCELLED
+    assert q.cancel(held.uuid) is Cancellation.RESERVED  # its worker has it: left alone
+    assert q.cancel(ready.uuid) is Cancellation.NOT_FOUND and q.find(ready.uuid) is None
+    assert q.cancel(kept.uuid, "other") is Cancellation.NOT_FOUND  # another queue's uuid
+    assert q.size() == 2 and q.stats().delayed == 0
+    nxt = q.pop()
+    assert nxt is not None and n_of(nxt) == 3 and q.pop() is None
+    assert job.delete() and nxt.delete()
+    q.push(ready)  # a cancelled uuid may be pushed again
+    again = q.pop()
+    assert again is not None and n_of(again) == 2
+
+
+def test_list_jobs_shows_each_state_in_order_without_touching_them(q: Queue) -> None:
+    if not supports(q, Cancellable):  # listing jobs by state goes with finding one by its uuid
+        with pytest.raises(EventBusError, match=f"the {q.driver} driver cannot cancel one job: "):
+            q.list_jobs(JobState.DELAYED)
+        return
+    held, first, second, soon, late, elsewhere = (payload(n) for n in range(1, 7))
+    for p in (held, first, second):
+        q.push(p)
+    q.later(120, late)
+    q.later(60, soon)
+    q.push(elsewhere, "other")
+    job = q.pop()
+    assert job is not None and n_of(job) == 1
+
+    def listed(state: JobState, queue: str | None = None, limit: int = 10) -> list[tuple[str, str, JobState]]:
+        return [(f.uuid, f.queue, f.state) for f in q.list_jobs(state, queue, limit)]
+
+    assert listed(JobState.READY) == [(first.uuid, "default", JobState.READY), (second.uuid, "default", JobState.READY)]
+    assert listed(JobState.DELAYED) == [(soon.uuid, "default", JobState.DELAYED), (late.uuid, "default", JobState.DELAYED)]
+    assert listed(JobState.RESERVED) == [(held.uuid, "default", JobState.RESERVED)]
+    assert listed(JobState.READY, limit=1) == [(first.uuid, "default", JobState.READY)]
+    assert listed(JobState.READY, "other") == [(elsewhere.uuid, "other", JobState.READY)]
+    assert listed(JobState.DELAYED, "nowhere") == []
+    assert json.loads(q.list_jobs(JobState.DELAYED, limit=1)[0].raw)["uuid"] == soon.uuid
+    assert q.stats().ready == 2 and q.stats().delayed == 2 and q.stats().reserved == 1  # nothing moved
+    assert job.delete()
+
+
 # -- reserve(): many jobs and the settling of finished ones in one request -------------------------
 
 def n_of(job: QueueJob) -> int:
@@ -261,9 +394,9 @@ def n_of(job: QueueJob) -> int:
 
 
 def keeps_attempt_count(q: Queue) -> bool:
-    """The driver can give back an attempt it counted (Redis, SQL); a server that counts
-    deliveries itself (beanstalkd, SQS) cannot."""
-    return type(q).uncount_attempt is not Queue.uncount_attempt
+    """The driver can give back an attempt it counted (in place on Redis and SQL; beanstalkd and
+    SQS, which count deliveries themselves, put back a copy that counts one fewer)."""
+    return supports(q, GivesBackAttempts)
 
 
 def test_reserve_takes_many_oldest_first_each_with_its_own_token(q: Queue) -> None:
@@ -275,7 +408,7 @@ def test_reserve_takes_many_oldest_first_each_with_its_own_token(q: Queue) -> No
     assert [n_of(job) for job in got.jobs] == [0, 1, 2] and got.lost == set()
     assert all(job.attempts == 1 for job in got.jobs)
     assert len({job.token for job in got.jobs}) == 3 and all(job.token for job in got.jobs)
-    if type(q).batches_reservations:  # the worker's prefetch renews by this deadline
+    if supports(q, BatchesReservations):  # the worker's prefetch renews by this deadline
         assert all(before + q.retry_after <= job.reserved_until <= after + q.retry_after for job in got.jobs)
     rest = q.reserve(None, 10)
     assert [n_of(job) for job in rest.jobs] == [3, 4]
@@ -303,9 +436,9 @@ def test_reserve_renews_held_jobs_and_reports_the_lost_ones(q: Queue) -> None:
     deadline = kept.reserved_until
     renewed = q.reserve(None, 0, renew=[kept])
     if renewed.lost:  # a driver that cannot extend a reservation reports it as not held
-        assert renewed.lost == {kept.job_id} and not type(q).batches_reservations
+        assert renewed.lost == {kept.job_id} and not supports(q, BatchesReservations)
         return
-    if type(q).batches_reservations:
+    if supports(q, BatchesReservations):
         assert kept.reserved_until > deadline
     time.sleep(q.retry_after * 0.7)  # dropped's reservation ran out, kept's did not
     taken = q.reserve(None, 5).jobs

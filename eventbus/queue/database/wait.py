@@ -2,7 +2,7 @@
 
 A worker that found nothing to do sleeps until the next delayed job is due or ``--sleep`` is up,
 and wakes early when a job arrives: on PostgreSQL a push sends ``NOTIFY`` and the worker
-``LISTEN``s (:class:`~eventbus.queue.database_postgres.NotifyListener`); on SQLite it watches
+``LISTEN``s (:class:`~eventbus.queue.database.postgres.NotifyListener`); on SQLite it watches
 ``PRAGMA data_version``, a local file read; MySQL/MariaDB have neither, and it sleeps.
 
 Apart from :class:`~eventbus.queue.database.DatabaseQueue` because waiting holds connections of
@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from eventbus.queue.database_postgres import NotifyListener
+from eventbus.queue.database.postgres import NotifyListener
 from eventbus.sql import server_clock
 
 SQLITE_POLL_S = 0.05

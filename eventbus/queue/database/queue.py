@@ -7,14 +7,14 @@ step fenced by a reservation's token once more when its connection turned out to
 time (``reserved_at``, ``available_at``, the reclaim cutoff) is the database server's clock,
 never a worker's. The parts with more to say have a module each:
 
-- :mod:`~eventbus.queue.database_schema`: the tables, and what their columns are for;
-- :mod:`~eventbus.queue.database_reserve`: taking jobs, one (``pop``) or many at once
+- :mod:`~eventbus.queue.database.schema`: the tables, and what their columns are for;
+- :mod:`~eventbus.queue.database.reserve`: taking jobs, one (``pop``) or many at once
   (``reserve``), and handing out alone a row that makes that fail;
-- :mod:`~eventbus.queue.database_postgres`: PostgreSQL's own push and batch statements, and
+- :mod:`~eventbus.queue.database.postgres`: PostgreSQL's own push and batch statements, and
   ``NOTIFY``/``LISTEN``, so an idle worker wakes at once when a job is pushed;
-- :mod:`~eventbus.queue.database_wait`: an idle worker's wait;
-- :mod:`~eventbus.queue.database_inspect`: what operators ask (sizes, counts, a peek) and clearing;
-- :mod:`~eventbus.queue.database_async`: pushing to PostgreSQL from an event loop.
+- :mod:`~eventbus.queue.database.wait`: an idle worker's wait;
+- :mod:`~eventbus.queue.database.inspect`: what operators ask (sizes, counts, a peek) and clearing;
+- :mod:`~eventbus.queue.database.aio`: pushing to PostgreSQL from an event loop.
 """
 
 from __future__ import annotations
@@ -28,11 +28,13 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from eventbus.errors import ConnectionUnavailableError
 from eventbus.payload import Payload, attempts_of
-from eventbus.queue import database_async
-from eventbus.queue.database_async import AsyncPostgresPusher
 from eventbus.queue.base import (
+    Cancellation,
+    JobState,
     Queue,
+    QueuedJob,
     QueueJob,
     QueueStats,
     Reserved,
@@ -40,12 +42,21 @@ from eventbus.queue.base import (
     id_for,
     parse_signals,
 )
-from eventbus.queue.database_inspect import Inspection
-from eventbus.queue.database_postgres import PostgresStatements
-from eventbus.queue.database_reserve import Reservations
-from eventbus.queue.database_schema import MAX_ATTEMPTS, jobs_table, signals_table
-from eventbus.queue.database_wait import IdleWait
-from eventbus.errors import ConnectionUnavailableError
+from eventbus.queue.capabilities import (
+    BatchesReservations,
+    Cancellable,
+    GivesBackAttempts,
+    Peekable,
+    ReportsWait,
+    WorkerSignals,
+)
+from eventbus.queue.database import aio as database_async
+from eventbus.queue.database.aio import AsyncPostgresPusher
+from eventbus.queue.database.inspect import Inspection
+from eventbus.queue.database.postgres import PostgresStatements
+from eventbus.queue.database.reserve import Reservations
+from eventbus.queue.database.schema import MAX_ATTEMPTS, companion_table, jobs_table, signals_table
+from eventbus.queue.database.wait import IdleWait
 from eventbus.sql import (
     engine_for,
     ensure_columns,
@@ -65,17 +76,23 @@ __all__ = ["BULK_CHUNK", "DatabaseQueue", "MAX_ATTEMPTS", "jobs_table", "signals
 BULK_CHUNK = 1000
 
 
-class DatabaseQueue(Queue):
+class DatabaseQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations, GivesBackAttempts,
+                    WorkerSignals):
     driver = "database"
     defaults = {"queue": "default", "retry_after": 90.0, "table": "jobs"}
     example_url = "sqlite:///eventbus.sqlite3"
     holds_reservations = True
-    has_workers = True
 
     @classmethod
     def failed_store_url(cls, config: Mapping[str, Any]) -> str | None:
-        """Failed jobs live in the same database, table ``failed_jobs``."""
+        """Failed jobs live in the same database (see :meth:`failed_scope` for the table)."""
         return str(config["url"])
+
+    @classmethod
+    def failed_scope(cls, config: Mapping[str, Any]) -> dict[str, str]:
+        """Failed jobs of this app go to the table named after its jobs table (``failed_jobs``
+        beside ``jobs``), so apps with their own jobs tables keep their own failed records."""
+        return {"table": companion_table(str(config.get("table") or "jobs"), "failed")}
 
     def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         super().__init__(connection_name, config)
@@ -224,8 +241,9 @@ class DatabaseQueue(Queue):
     def release_reserved(self, job: QueueJob, delay: float) -> bool:
         return self._fenced("release", lambda: self._reservations.release(job, delay))
 
-    def uncount_attempt(self, job: QueueJob) -> None:
-        self._guard("uncount attempt", lambda: self._reservations.uncount_attempt(job))
+    def release_uncounted(self, job: QueueJob, delay: float) -> bool:
+        """Put back and give the attempt back in one UPDATE."""
+        return self._fenced("release", lambda: self._reservations.release(job, delay, uncount=True))
 
     def hold_failure(self, job: QueueJob, description: str) -> bool:
         """Keep the failure beside the job and restart its reservation, only for its token."""
@@ -250,8 +268,6 @@ class DatabaseQueue(Queue):
             return bool(self._guard(action, fn))
 
     # -- reserving many at once (the worker's prefetch) ---------------------------------------
-    batches_reservations = True
-
     def reserve(self, queue: str | None, limit: int, *, acks: Sequence[QueueJob] = (),
                 renew: Sequence[QueueJob] = (), give_back: Sequence[QueueJob] = ()) -> Reserved:
         """Settle the worker's jobs and reserve up to ``limit`` more, oldest first, in one
@@ -302,11 +318,37 @@ class DatabaseQueue(Queue):
         found: QueueStats = self._guard("stats", lambda: self._inspection.stats(name))
         return found
 
+    def oldest_ready_age_s(self, queue: str | None = None) -> float | None:
+        name = self.queue_name(queue)
+        if self._is_missing_sqlite_file():
+            return None
+        age: float | None = self._guard("oldest ready job", lambda: self._inspection.oldest_ready_age(name))
+        return age
+
     def clear(self, queue: str | None = None) -> int:
         return int(self._guard("clear", lambda: self._inspection.clear(self.queue_name(queue))))
 
     def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
         return list(self._guard("peek", lambda: self._inspection.peek(self.queue_name(queue), limit)))
+
+    def find(self, uuid: str, queue: str | None = None) -> QueuedJob | None:
+        if self._is_missing_sqlite_file():
+            return None
+        found: QueuedJob | None = self._guard("find", lambda: self._inspection.find(uuid, self.queue_name(queue)))
+        return found
+
+    def list_jobs(self, state: JobState, queue: str | None = None, limit: int = 10) -> list[QueuedJob]:
+        if self._is_missing_sqlite_file():
+            return []
+        found: list[QueuedJob] = self._guard("list jobs", lambda: self._inspection.list_jobs(
+            state, self.queue_name(queue), limit))
+        return found
+
+    def cancel(self, uuid: str, queue: str | None = None) -> Cancellation:
+        if self._is_missing_sqlite_file():
+            return Cancellation.NOT_FOUND
+        done: Cancellation = self._guard("cancel", lambda: self._inspection.cancel(uuid, self.queue_name(queue)))
+        return done
 
     # -- worker support -----------------------------------------------------------------------
     def record_exception(self, uuid: str) -> int:
@@ -331,8 +373,9 @@ class DatabaseQueue(Queue):
         self._idle.close()
 
     def state_store(self) -> SqlStateStore:
-        """State lives in this database, table ``eventbus_state``."""
-        return SqlStateStore(self.url)
+        """State lives in this database, in the table that goes with the jobs table
+        (``eventbus_state`` beside ``jobs``; see :func:`companion_table`)."""
+        return SqlStateStore(self.url, companion_table(self.jobs.name, "state"))
 
     def _signal_name(self, name: str) -> str:
         """Signals are keyed by the jobs table, so apps sharing a database keep their own."""

@@ -10,14 +10,15 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
+from helpers import MYSQL_URL, PG_URL, database_reason, wait_for
 
 import eventbus
+from eventbus import registry
 from eventbus.failed import MemoryFailedJobStore
 from eventbus.payload import Payload
 from eventbus.queue.database import DatabaseQueue
 from eventbus.sql import run_driver_sql
 from eventbus.worker import Worker, WorkerOptions
-from helpers import MYSQL_URL, PG_URL, database_reason, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -90,7 +91,7 @@ def test_attempts_at_the_integer_maximum_neither_overflow_nor_block_the_queue(ur
 def test_the_worker_fails_the_row_at_the_maximum_and_runs_the_jobs_behind_it(url: str) -> None:
     eventbus.configure(default="db", connections={"db": {"driver": "database", "url": url, "table": TABLE}})
     queue = eventbus.connection()
-    poison = payload(1)
+    poison = Payload(display_name="T", command_name=registry.dotted_name(Behind), command={})  # a class it may run
     queue.push(poison)
     execute(queue, f"UPDATE {TABLE} SET attempts = :n WHERE uuid = :u", n=INT_MAX, u=poison.uuid)  # type: ignore[arg-type]
     store = MemoryFailedJobStore()
@@ -256,7 +257,7 @@ def test_sqlite_text_that_is_not_utf8_fails_its_own_job_only(tmp_path: object) -
     assert Worker(queue, failed=store, options=options).run() == 0
     [record] = store.all()
     assert record.payload.encode("utf-8", "surrogateescape") == b"\xff\xfe not json"
-    assert "payload is not JSON" in record.summary
+    assert "payload is not UTF-8" in record.summary
     assert Behind.ran == [1] and queue.size() == 0  # the job behind it ran
 
 

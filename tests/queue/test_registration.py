@@ -1,6 +1,6 @@
 """A driver from outside the package: one class, one ``register_driver`` line (or an entry point).
 
-The ``memory`` driver below is complete on purpose: it keeps reservations with tokens the way
+The ``dict`` driver below is complete on purpose: it keeps reservations with tokens the way
 the contract requires, so the same worker runs it with the same rules as Redis or SQL.
 """
 
@@ -18,7 +18,8 @@ from typing import Any
 import pytest
 
 import eventbus
-from eventbus import ConfigurationError, Queue, QueueJob, Worker, WorkerOptions
+from eventbus import ConfigurationError, Worker, WorkerOptions
+from eventbus.ext import Queue, QueueJob
 from eventbus.failed import MemoryFailedJobStore
 from eventbus.payload import attempts_of
 from eventbus.queue import drivers
@@ -32,10 +33,10 @@ class _Stored:
     token: str | None = None
 
 
-class MemoryQueue(Queue):
+class DictQueue(Queue):
     """Jobs in this process's memory; a popped job is reserved until deleted or released."""
 
-    driver = "memory"
+    driver = "dict"
     defaults = {"queue": "default", "retry_after": 90.0, "greeting": "hello"}
     holds_reservations = True
     has_workers = True
@@ -110,10 +111,10 @@ class Greet(eventbus.Job):
 
 
 @pytest.fixture
-def memory_driver() -> Iterator[None]:
-    drivers.register_driver("memory", MemoryQueue)
+def dict_driver() -> Iterator[None]:
+    drivers.register_driver("dict", DictQueue)
     yield
-    drivers._drivers.pop("memory", None)
+    drivers._drivers.pop("dict", None)
 
 
 def drain(queue: Queue, failed: MemoryFailedJobStore) -> int:
@@ -121,13 +122,13 @@ def drain(queue: Queue, failed: MemoryFailedJobStore) -> int:
     return Worker(queue, failed=failed, options=options).run()
 
 
-def test_a_registered_driver_runs_jobs_with_the_same_worker_rules(memory_driver: None) -> None:
-    eventbus.configure(default="mem", connections={"mem": {"driver": "memory"}})
+def test_a_registered_driver_runs_jobs_with_the_same_worker_rules(dict_driver: None) -> None:
+    eventbus.configure(default="mem", connections={"mem": {"driver": "dict"}})
     Greet.ran.clear()
     Greet("ada").dispatch()
     Greet("fail").dispatch()
     queue, failed = eventbus.connection(), MemoryFailedJobStore()
-    assert isinstance(queue, MemoryQueue) and queue.config["greeting"] == "hello"  # its defaults
+    assert isinstance(queue, DictQueue) and queue.config["greeting"] == "hello"  # its defaults
     assert drain(queue, failed) == 0
     assert Greet.ran == ["ada:1"]
     [record] = failed.all()  # tries=2: released once, then failed and recorded
@@ -135,14 +136,14 @@ def test_a_registered_driver_runs_jobs_with_the_same_worker_rules(memory_driver:
     assert queue.jobs == {}
 
 
-def test_a_registered_driver_validates_its_own_options(memory_driver: None) -> None:
+def test_a_registered_driver_validates_its_own_options(dict_driver: None) -> None:
     with pytest.raises(ConfigurationError, match="connection 'mem' has unknown option 'greting' "
                                                   r"\(did you mean 'greeting'\?\)"):
-        eventbus.configure(connections={"mem": {"driver": "memory", "greting": "hi"}})
+        eventbus.configure(connections={"mem": {"driver": "dict", "greting": "hi"}})
 
 
-def test_worker_timeout_rule_comes_from_the_class(memory_driver: None) -> None:
-    eventbus.configure(default="mem", connections={"mem": {"driver": "memory", "retry_after": 5}})
+def test_worker_timeout_rule_comes_from_the_class(dict_driver: None) -> None:
+    eventbus.configure(default="mem", connections={"mem": {"driver": "dict", "retry_after": 5}})
     with pytest.raises(ConfigurationError, match="below the retry_after"):
         Worker.for_connection(options=WorkerOptions(timeout_s=10))
 
@@ -167,3 +168,28 @@ def test_a_driver_is_found_through_the_entry_point_group(
     assert type(eventbus.connection("x")).__name__ == "EntryPointQueue"
     assert "ep" in drivers.driver_names()
     sys.modules.pop("ep_driver", None)
+
+
+def test_a_driver_declares_a_capability_by_its_protocol_or_by_the_old_flag() -> None:
+    """``DictQueue`` says ``has_workers = True`` as drivers did before the capability protocols:
+    it is believed. Declaring the protocol instead sets the flag, for code that still reads it."""
+    from eventbus.queue.capabilities import Cancellable, Peekable, WorkerSignals, declared, supports
+
+    assert declared(DictQueue) == [WorkerSignals] and not DictQueue.cancellable
+
+    class CancellingDictQueue(DictQueue, Cancellable):
+        driver = "cancelling-dict"
+
+    assert supports(CancellingDictQueue, Cancellable) and CancellingDictQueue.cancellable is True
+    assert supports(CancellingDictQueue("c", {}), WorkerSignals)
+    assert not supports(CancellingDictQueue, Peekable) and not DictQueue.cancellable
+
+    class Undeclared(CancellingDictQueue):  # a subclass takes back what its driver declares
+        cancellable = False
+
+    assert not supports(Undeclared, Cancellable) and Cancellable in Undeclared.__mro__
+
+    class Inheriting(CancellingDictQueue):
+        pass
+
+    assert supports(Inheriting, Cancellable) and "cancellable" not in vars(Inheriting)

@@ -2,8 +2,8 @@
 
 What the local endpoint cannot show (IAM, real network timeouts, AWS refusing an old receipt
 handle, the 5-minute FIFO deduplication after a delete, PurgeQueue's limits, eventually
-consistent counts, short polls that miss messages) is listed in the README; the driver's side of
-those is tested here where it can be observed (e.g. the deduplication id each push sends).
+consistent counts, short polls that miss messages) is listed in docs/drivers.md; the driver's side
+of those is tested here where it can be observed (e.g. the deduplication id each push sends).
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ import time
 from typing import Any
 
 import pytest
+from helpers import free_port, sqs_client
 
 import eventbus
 from eventbus import ConfigurationError, ConnectionUnavailableError, EventBusError, MissingDependencyError
 from eventbus.payload import Payload
 from eventbus.queue.sqs import ATTEMPTS, ENCODING, SqsQueue, _batches, wire_body
-from helpers import free_port, sqs_client
 
 pytestmark = pytest.mark.integration
 
@@ -160,6 +160,22 @@ def test_max_exceptions_count_travels_with_the_message(sqs_connection: dict[str,
     third = a.pop()
     assert third is not None and third.attempts == 3 and a.record_exception(p.uuid) == 3
     assert third.delete() and a.size() == 0
+
+
+def test_a_release_without_running_keeps_its_place_on_a_fifo_queue_and_uses_the_try(
+        sqs_connection: dict[str, Any]) -> None:
+    """On a FIFO queue the release is ChangeMessageVisibility (a copy would go behind the rest
+    of its group), so the attempt counts; the first job of the group stays first."""
+    q = configure(sqs_connection)
+    first, second = payload(1), payload(2)
+    q.push(first, "jobs.fifo")
+    q.push(second, "jobs.fifo")
+    job = q.pop("jobs.fifo")
+    assert job is not None and job.uuid == first.uuid
+    assert job.release(0, counts_attempt=False)
+    again = q.pop("jobs.fifo")
+    assert again is not None and again.uuid == first.uuid and again.attempts == 2
+    assert again.delete()
 
 
 def test_touch_keeps_a_long_job_hidden(sqs_connection: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ On PostgreSQL the worker's hot paths are one statement each, sent straight to ps
 prefetching worker's :meth:`DatabaseQueue.reserve <eventbus.queue.database.DatabaseQueue.reserve>`
 is one statement of data-modifying CTEs. That text is in the driver's own parameter style
 (``%(name)s``, arrays in binary as ``%(name)b``) and is run by the sync driver and by the async
-push (:mod:`~eventbus.queue.database_async`) alike, so each statement lives here beside the one
+push (:mod:`~eventbus.queue.database.aio`) alike, so each statement lives here beside the one
 function that builds its parameters: change one, and the other is on the same screen.
 
 A push sends ``NOTIFY eventbus_jobs`` with the queue's name, and an idle worker ``LISTEN``s
@@ -24,7 +24,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from eventbus.queue.base import QueueJob
-from eventbus.queue.database_schema import MAX_ATTEMPTS
+from eventbus.queue.database.schema import MAX_ATTEMPTS
 from eventbus.sql import run_driver_sql, server_clock
 
 NOTIFY_CHANNEL = "eventbus_jobs"

@@ -36,15 +36,14 @@ from importlib import resources
 from typing import Any, TypeVar
 
 import redis
-from redis.backoff import NoBackoff
-from redis.cluster import RedisCluster
-from redis.retry import Retry
 
-from eventbus.errors import ConnectionUnavailableError
+from eventbus.errors import ConfigurationError, ConnectionUnavailableError, NotReplicatedError
 from eventbus.payload import Payload, attempts_of, pushed_at_of
-from eventbus.queue import redis_wire
 from eventbus.queue.base import (
+    Cancellation,
+    JobState,
     Queue,
+    QueuedJob,
     QueueJob,
     QueueStats,
     Reserved,
@@ -52,9 +51,22 @@ from eventbus.queue.base import (
     id_for,
     parse_signals,
 )
-from eventbus.queue.redis_async import AsyncPusher
+from eventbus.queue.capabilities import (
+    AsyncPush,
+    BatchesReservations,
+    Cancellable,
+    GivesBackAttempts,
+    Peekable,
+    ReportsWait,
+    WorkerSignals,
+)
+from eventbus.queue.redis import cluster_wait as redis_cluster_wait
+from eventbus.queue.redis import replication as redis_replication
+from eventbus.queue.redis import topology as redis_topology
+from eventbus.queue.redis import wire as redis_wire
+from eventbus.queue.redis.aio import AsyncPusher
+from eventbus.queue.redis.errors import LOST_CONNECTION, unavailable
 from eventbus.state.redis import RedisStateStore
-from eventbus.queue.redis_errors import LOST_CONNECTION, unavailable
 from eventbus.urls import redact_url
 
 T = TypeVar("T")
@@ -72,17 +84,17 @@ def _script(name: str) -> str:
 
 def client_for(url: str, *, socket_timeout: float | None = COMMAND_TIMEOUT_S, name: str = "eventbus",
                cluster: bool = False) -> Any:
-    """A client that never retries on its own (a blind retry of a script is not safe).
+    """A client for the server, cluster or Sentinel-watched master of ``url`` (see
+    :mod:`eventbus.queue.redis.topology`) that never retries on its own (a blind retry of a
+    script is not safe).
 
-    Its connections carry ``name`` (``CLIENT LIST`` shows which belong to eventbus). With
-    ``cluster`` it is a :class:`redis.cluster.RedisCluster`: every script touches the keys of one
-    queue only, and they share a hash slot.
+    Its connections carry ``name`` (``CLIENT LIST`` shows which belong to eventbus). ``cluster``
+    makes a plain ``redis://`` URL a cluster's seed. On a cluster every script touches the keys
+    of one queue only, and they share a hash slot. Building a cluster's client asks its seeds for
+    the layout: when none answers this raises one of ``LOST_CONNECTION``.
     """
-    options: dict[str, Any] = {"client_name": name, "retry": Retry(NoBackoff(), 0),
-                               "socket_timeout": socket_timeout, "socket_connect_timeout": 5.0}
-    if cluster:
-        return RedisCluster.from_url(url, **options)
-    return redis.Redis.from_url(url, health_check_interval=30, **options)
+    return redis_topology.sync_client(redis_topology.parse(url, cluster=cluster),
+                                      socket_timeout=socket_timeout, name=name)
 
 
 def _glob_escape(text: str) -> str:
@@ -101,22 +113,45 @@ def load_script(client: Any, name: str) -> Any:
     return client.register_script(_script(name))
 
 
-class RedisQueue(Queue):
+class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations, GivesBackAttempts,
+                 WorkerSignals, AsyncPush):
     driver = "redis"
     defaults = {"queue": "default", "retry_after": 90.0, "block_for": 5.0, "prefix": "queues:",
-                "migration_batch_size": 100, "cluster": False}
+                "migration_batch_size": 100, "cluster": False, "wait_replicas": 0, "wait_timeout": 1.0}
     example_url = "redis://127.0.0.1:6379/0"
-    url_schemes = ("redis", "rediss", "unix")
+    url_schemes = tuple(redis_topology.SCHEMES)
     holds_reservations = True
-    has_workers = True
+
+    @classmethod
+    def validate_config(cls, name: str, config: Mapping[str, Any]) -> dict[str, Any]:
+        """Besides the common checks: the URL names a server, a cluster's seeds, or sentinels and
+        a service (:mod:`eventbus.queue.redis.topology`), said in one sentence when it does not."""
+        url = config.get("url")
+        if not isinstance(url, str) or "://" not in url:
+            return super().validate_config(name, config)
+        try:
+            topology = redis_topology.parse(url, cluster=bool(config.get("cluster")))
+        except ValueError as exc:
+            raise ConfigurationError(f"connection {name!r} has a bad {cls.driver} URL {redact_url(url)!r}: {exc}",
+                                     connection=name) from None
+        # the common checks read one host and port: they get the first one, the URL stays as given
+        merged = super().validate_config(name, {**config, "url": topology.url})
+        merged["url"] = url
+        redis_replication.check_options(name, merged, topology, socket_timeout_s=COMMAND_TIMEOUT_S)
+        return merged
 
     @classmethod
     def failed_store_url(cls, config: Mapping[str, Any]) -> str | None:
-        """Failed jobs live in the same Redis (on a cluster: on one hash tag, see failed.redis)."""
+        """Failed jobs live in the same Redis (on a cluster: beside each queue, see failed.redis)."""
         url = str(config["url"])
-        if config.get("cluster"):
+        if config.get("cluster") and redis_topology.parse(url).kind == redis_topology.SERVER:
             return f"{url}{'&' if '?' in url else '?'}cluster=1"
         return url
+
+    @classmethod
+    def failed_scope(cls, config: Mapping[str, Any]) -> dict[str, str]:
+        """Failed jobs of this app live under its prefix, as its queues, state and signals do."""
+        return {"prefix": str(config.get("prefix") or "queues:")}
 
     def __init__(self, connection_name: str, config: Mapping[str, Any]) -> None:
         super().__init__(connection_name, config)
@@ -124,13 +159,18 @@ class RedisQueue(Queue):
         self.prefix: str = config.get("prefix", "queues:")
         self.block_for: float = float(config.get("block_for", 5.0) or 0.0)
         self.batch: int = int(config.get("migration_batch_size", 100))
-        self.cluster = bool(config.get("cluster", False))
-        self.redis = client_for(self.url, name=f"eventbus:{connection_name}", cluster=self.cluster)
+        self.topology = redis_topology.parse(self.url, cluster=bool(config.get("cluster", False)))
+        self.cluster = self.topology.cluster
+        #: After each push, WAIT for this many replicas (0: don't), at most wait_timeout seconds.
+        self.wait_replicas = int(config.get("wait_replicas", 0) or 0)
+        self.wait_timeout_ms = int(float(config.get("wait_timeout", 1.0)) * 1000)
+        self.redis = self._client(COMMAND_TIMEOUT_S)
         self._blocking_client: Any = None
         self._retry_after_arg = f"{self.retry_after:.6f}"
         client_name = f"eventbus:{connection_name}"
         #: The hot path (push, reserve) straight over a socket, where the URL allows (redis_wire).
-        self._wire = (redis_wire.Wire(self.url, timeout=COMMAND_TIMEOUT_S, name=client_name)
+        self._wire = (redis_wire.Wire(self.url, timeout=COMMAND_TIMEOUT_S, name=client_name,
+                                      pool=self.redis.connection_pool)
                       if redis_wire.supports(self.url, self.cluster) else None)
         self._blocking_wire: redis_wire.Wire | None = None
         self._wire_scripts = {name: redis_wire.Script(_script(name))
@@ -138,12 +178,17 @@ class RedisQueue(Queue):
         #: Per queue: (monotonic time, seconds until something is due) from the last empty reserve.
         self._due_hint: dict[str, tuple[float, float]] = {}
         self._push_keys: dict[str | None, list[str]] = {}
-        #: The last blocking wait took a wake-up token (see :meth:`wait`).
-        self._woken = False
+        #: Queues whose wake-up token the last blocking wait took (see :meth:`wait`).
+        self._woken: set[str] = set()
+        #: A cluster's idle wait on every queue at once, over plain sockets (not TLS).
+        self._cluster_wait = (redis_cluster_wait.ClusterWait(
+            redis.connection.parse_url(self.topology.url), name=client_name,  # type: ignore[no-untyped-call]
+            margin_s=10.0, timeout_s=redis_cluster_wait.TIMEOUT_S)
+            if self.cluster and redis_cluster_wait.supports(self.topology.url) else None)
         self._scripts = {
             name: load_script(self.redis, name)
             for name in ("push", "push_many", "reserve", "delete", "release", "clear", "peek",
-                         "count_exception", "uncount", "hold_failure", "fail")
+                         "count_exception", "hold_failure", "fail", "find", "cancel", "list_jobs")
         }
 
     @property
@@ -151,9 +196,14 @@ class RedisQueue(Queue):
         """The client for ``BLPOP`` and long scripts: its socket timeout outlasts ``block_for``.
         Built on first use (a process that only pushes never needs it)."""
         if self._blocking_client is None:
-            self._blocking_client = client_for(self.url, socket_timeout=self.block_for + 10.0,
-                                               name=f"eventbus:{self.connection_name}", cluster=self.cluster)
+            self._blocking_client = self._client(self.block_for + 10.0)
         return self._blocking_client
+
+    def _client(self, socket_timeout: float) -> Any:
+        """A new client of this connection; a cluster none of whose seeds answers is a lost
+        connection (building that client asks them for the cluster's layout)."""
+        return self._call("connect", lambda: redis_topology.sync_client(
+            self.topology, socket_timeout=socket_timeout, name=f"eventbus:{self.connection_name}"))
 
     # -- keys ---------------------------------------------------------------------------------
     def key(self, queue: str | None, suffix: str = "") -> str:
@@ -170,10 +220,13 @@ class RedisQueue(Queue):
             raise unavailable(self.url, self.connection_name, action, exc) from exc
 
     def _idempotent(self, action: str, fn: Callable[[], T], attempts: int = 3) -> T:
-        """Retry an idempotent call a few times across a lost connection."""
+        """Retry an idempotent call a few times across a lost connection (not a push that was
+        not replicated in time: a second push of it would find it queued and prove nothing)."""
         for attempt in range(attempts):
             try:
                 return self._call(action, fn)
+            except NotReplicatedError:
+                raise
             except ConnectionUnavailableError:
                 if attempt == attempts - 1:
                     raise
@@ -200,7 +253,7 @@ class RedisQueue(Queue):
 
     def _push(self, raw: str, queue: str | None, delay: float, payload: Payload | None = None) -> str:
         keys, args = self._push_args(raw, queue, delay, payload)
-        self._idempotent("push", lambda: self._run("push", keys, args))
+        self._idempotent("push", lambda: self._run_push("push", keys, args))
         return str(args[0])
 
     def _run(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
@@ -208,6 +261,27 @@ class RedisQueue(Queue):
         if self._wire is not None:
             return self._wire.run(self._wire_scripts[name], keys, args)
         return self._scripts[name](keys=keys, args=args)
+
+    def _run_push(self, name: str, keys: Sequence[Any], args: Sequence[Any]) -> Any:
+        """A push script; with ``wait_replicas``, followed on the same connection by ``WAIT``
+        (:mod:`eventbus.queue.redis.replication`)."""
+        if not self.wait_replicas:
+            return self._run(name, keys, args)
+        wait = redis_replication.wait_command(self.wait_replicas, self.wait_timeout_ms)
+        if self._wire is not None:
+            script = self._wire_scripts[name]
+            reply, acked = self._wire.pipeline([("EVALSHA", script.sha, len(keys), *keys, *args), wait])
+            if redis_wire.no_script(reply):
+                reply, acked = self._wire.pipeline([("EVAL", script.source, len(keys), *keys, *args), wait])
+        else:
+            pipe = self.redis.pipeline(transaction=False)
+            self._scripts[name](keys=keys, args=args, client=pipe)
+            pipe.execute_command(*wait)
+            reply, acked = pipe.execute(raise_on_error=False)
+        if isinstance(reply, Exception):
+            raise reply
+        redis_replication.judge(acked, self.wait_replicas, self.wait_timeout_ms, str(args[0]), self.connection_name)
+        return reply
 
     def bulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
         """Push many jobs with one script call per 500 (idempotent, so safe to retry)."""
@@ -218,7 +292,7 @@ class RedisQueue(Queue):
             args = [value for item in items[start:start + BULK_CHUNK] for value in item]
 
             def push_chunk(chunk: list[Any] = args) -> Any:
-                return self._run("push_many", keys, chunk)
+                return self._run_push("push_many", keys, chunk)
 
             self._idempotent("bulk push", push_chunk)
         return [uuid for uuid, _, _ in items]
@@ -227,8 +301,6 @@ class RedisQueue(Queue):
         return self._push(payload.to_json(), queue, delay_seconds(delay), payload)
 
     # -- popping ------------------------------------------------------------------------------
-    batches_reservations = True
-
     def pop(self, queue: str | None = None) -> QueueJob | None:
         jobs = self.reserve(queue, 1).jobs
         return jobs[0] if jobs else None
@@ -242,13 +314,15 @@ class RedisQueue(Queue):
         tokens make harmless.
         """
         name = self.queue_name(queue)
-        woken, self._woken = self._woken, False
+        woken = name in self._woken
+        self._woken.discard(name)
         keys, args = self._reserve_args(name, limit, woken, acks, renew, give_back)
         asked_at = time.monotonic()
         try:
             reply = self._call("reserve", lambda: self._run("reserve", keys, args))
         except ConnectionUnavailableError:
-            self._woken = woken
+            if woken:
+                self._woken.add(name)
             raise
         return self._reserved(name, reply, asked_at, renew)
 
@@ -293,13 +367,26 @@ class RedisQueue(Queue):
         if self.block_for <= 0:
             time.sleep(timeout)
             return
-        # On a cluster one BLPOP cannot span slots: block on the first queue (the others are
-        # checked every turn of the loop, at the latest after block_for).
-        keys = [self.key(n, "notify") for n in (queues[:1] if self.cluster else queues)]
-        token = self._call("wait", lambda: self._blocking.blpop(keys, timeout=max(timeout, 0.01)))
-        # The wake-up is spent: the next reserve takes one job without consuming another token
-        # (the notify list keeps about one token per ready job, and no round trip gives it back).
-        self._woken = bool(token)
+        if self.cluster and self._cluster_wait is not None:
+            # one BLPOP cannot span slots: one per queue, all at once (redis_cluster_wait)
+            woken = self._call("wait", lambda: self._wait_on_cluster(queues, timeout))
+        else:  # over TLS, a cluster blocks on its first queue (the others are asked every turn)
+            keys = {self.key(n, "notify"): n for n in (queues[:1] if self.cluster else queues)}
+            token = self._call("wait", lambda: self._blocking.blpop(list(keys), timeout=max(timeout, 0.01)))
+            woken = {keys[token[0].decode()]} if token else set()
+        # The wake-up is spent: the next reserve of that queue takes one job without consuming
+        # another token (the notify list keeps about one token per ready job, and no round trip
+        # gives it back).
+        self._woken |= woken
+
+    def _wait_on_cluster(self, queues: Sequence[str], timeout: float) -> set[str]:
+        assert self._cluster_wait is not None
+        targets = []
+        for name in queues:
+            key = self.key(name, "notify")
+            node = self.redis.get_node_from_key(key)
+            targets.append((name, key, (str(node.host), int(node.port))))
+        return self._cluster_wait.wait(targets, timeout)
 
     def wait_and_reserve(self, queues: Sequence[str], timeout: float, limit: int) -> Reserved | None:
         """The blocking wait and the reservation after it in one round trip, for one queue.
@@ -319,7 +406,8 @@ class RedisQueue(Queue):
             return None
         if self._blocking_wire is None:
             self._blocking_wire = redis_wire.Wire(self.url, timeout=self.block_for + 10.0,
-                                                  name=f"eventbus:{self.connection_name}")
+                                                  name=f"eventbus:{self.connection_name}",
+                                                  pool=self.redis.connection_pool)
         wire, script = self._blocking_wire, self._wire_scripts["reserve"]
         keys, args = self._reserve_args(name, limit, True)
         asked_at = time.monotonic()
@@ -329,9 +417,10 @@ class RedisQueue(Queue):
         if isinstance(token, Exception):
             raise token
         if isinstance(reply, Exception):
-            if not str(reply).startswith("NOSCRIPT"):
+            if not redis_wire.no_script(reply):
                 raise reply
-            self._woken = token is not None
+            if token is not None:
+                self._woken.add(name)
             return self.reserve(name, limit)
         return self._reserved(name, reply, asked_at)
 
@@ -358,14 +447,17 @@ class RedisQueue(Queue):
             keys=keys, args=[job.job_id, job.token])))
 
     def release_reserved(self, job: QueueJob, delay: float) -> bool:
-        keys = self._keys(job.queue_name, "reserved", "delayed", "", "notify", "tokens")
+        return self._release(job, delay, uncount=False)
+
+    def release_uncounted(self, job: QueueJob, delay: float) -> bool:
+        """Put back and give the attempt back in one script (release.lua)."""
+        return self._release(job, delay, uncount=True)
+
+    def _release(self, job: QueueJob, delay: float, *, uncount: bool) -> bool:
+        keys = self._keys(job.queue_name, "reserved", "delayed", "", "notify", "tokens", "attempts")
         keys[2] = self.key(job.queue_name)
         return bool(self._idempotent("release", lambda: self._scripts["release"](
-            keys=keys, args=[job.job_id, job.token, f"{delay:.6f}"])))
-
-    def uncount_attempt(self, job: QueueJob) -> None:
-        keys = [self.key(job.queue_name, "attempts")]
-        self._call("uncount attempt", lambda: self._scripts["uncount"](keys=keys, args=[job.job_id]))
+            keys=keys, args=[job.job_id, job.token, f"{delay:.6f}", "1" if uncount else "0"])))
 
     def hold_failure(self, job: QueueJob, description: str) -> bool:
         keys = self._keys(job.queue_name, "reserved", "tokens", "failing")
@@ -375,7 +467,10 @@ class RedisQueue(Queue):
     # -- failing in one step, when the failed store is this Redis --------------------------------
     def is_server(self, url: str, cluster: bool) -> bool:
         """True when ``url`` names this connection's Redis (and database)."""
-        return url == self.url and cluster == self.cluster
+        try:
+            return redis_topology.parse(url, cluster=cluster) == self.topology
+        except ValueError:
+            return False
 
     def failed_keys(self, queue: str) -> tuple[str, str]:
         """The failed records of ``queue`` kept beside it, in its hash slot: (records, index)."""
@@ -429,6 +524,18 @@ class RedisQueue(Queue):
 
         return self._call("stats", run)
 
+    def oldest_ready_age_s(self, queue: str | None = None) -> float | None:
+        """From the ``pushedAt`` of the payload at the head of the ready list (a job delayed or
+        released counts from its push, as Laravel's Redis queue tells)."""
+        name = self.queue_name(queue)
+
+        def run() -> float | None:
+            first = self.redis.lindex(self.key(name), 0)
+            return _age_of(self.redis.hget(self.key(name, "bodies"), first) if first else None)
+
+        age: float | None = self._call("oldest ready job", run)
+        return age
+
     def clear(self, queue: str | None = None) -> int:
         keys = self._keys(queue, "", "delayed", "notify", "bodies", "attempts", "tokens", "reserved",
                           "failing")
@@ -440,6 +547,29 @@ class RedisQueue(Queue):
         bodies = self._call("peek", lambda: self._scripts["peek"](
             keys=[self.key(queue), self.key(queue, "bodies")], args=[limit]))
         return [b.decode("utf-8", errors="surrogateescape") for b in bodies]
+
+    def find(self, uuid: str, queue: str | None = None) -> QueuedJob | None:
+        keys = self._keys(queue, "bodies", "delayed", "reserved")
+        found = self._call("find", lambda: self._scripts["find"](keys=keys, args=[uuid]))
+        if found is None:
+            return None
+        body, state = found
+        return QueuedJob(uuid, self.queue_name(queue), JobState(state.decode()),
+                         body.decode("utf-8", errors="surrogateescape"))
+
+    def list_jobs(self, state: JobState, queue: str | None = None, limit: int = 10) -> list[QueuedJob]:
+        keys = [self.key(queue), *self._keys(queue, "delayed", "reserved", "bodies")]
+        flat = self._call("list jobs", lambda: self._scripts["list_jobs"](keys=keys, args=[state.value, limit]))
+        name = self.queue_name(queue)
+        return [QueuedJob(flat[i].decode("utf-8", errors="surrogateescape"), name, state,
+                          flat[i + 1].decode("utf-8", errors="surrogateescape")) for i in range(0, len(flat), 2)]
+
+    def cancel(self, uuid: str, queue: str | None = None) -> Cancellation:
+        """Remove a ready or delayed job in one script (cancel.lua)."""
+        keys = self._keys(queue, "", "delayed", "reserved", "bodies", "attempts", "tokens", "failing")
+        keys[0] = self.key(queue)
+        done = int(self._idempotent("cancel", lambda: self._scripts["cancel"](keys=keys, args=[uuid])))
+        return {1: Cancellation.CANCELLED, -1: Cancellation.RESERVED}.get(done, Cancellation.NOT_FOUND)
 
     # -- worker support -----------------------------------------------------------------------
     def record_exception(self, uuid: str) -> int:
@@ -471,6 +601,8 @@ class RedisQueue(Queue):
         other threads (``--concurrency``)."""
         if self._blocking_wire is not None:
             self._blocking_wire.close()
+        if self._cluster_wait is not None:
+            self._cluster_wait.close()
         if self._blocking_client is not None:
             self._blocking_client.close()
             self._blocking_client = None
@@ -479,6 +611,8 @@ class RedisQueue(Queue):
         self.redis.close()
         if self._wire is not None:
             self._wire.close()
+        if self._cluster_wait is not None:
+            self._cluster_wait.close()
         if self._blocking_wire is not None:
             self._blocking_wire.close()
         if self._blocking_client is not None:
@@ -506,11 +640,12 @@ class RedisQueue(Queue):
             self._call("signal", lambda: self.redis.hset(self.signal_key, name, repr(value)))
         return True
 
-    # -- pushing from an event loop: redis.asyncio (eventbus.queue.redis_async) ----------------
+    # -- pushing from an event loop: redis.asyncio (eventbus.queue.redis.aio) ----------------
     @functools.cached_property
     def _async(self) -> AsyncPusher:
-        return AsyncPusher(self.url, self.connection_name, cluster=self.cluster,
-                           socket_timeout_s=COMMAND_TIMEOUT_S, chunk=BULK_CHUNK)
+        return AsyncPusher(self.topology, self.connection_name, socket_timeout_s=COMMAND_TIMEOUT_S,
+                           chunk=BULK_CHUNK, wait_replicas=self.wait_replicas,
+                           wait_timeout_ms=self.wait_timeout_ms, url=self.url)
 
     async def apush(self, payload: Payload, queue: str | None = None) -> str:
         return await self._async.push(*self._push_args(payload.to_json(), queue, 0.0, payload))

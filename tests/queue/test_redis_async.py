@@ -12,13 +12,13 @@ from urllib.parse import urlsplit
 
 import pytest
 import redis
+from helpers import REDIS_URL
+from proxies import TcpProxy
 
 import eventbus
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.payload import Payload
 from eventbus.queue.redis import RedisQueue
-from helpers import REDIS_URL
-from proxies import TcpProxy
 
 pytestmark = pytest.mark.integration
 DB = int(urlsplit(REDIS_URL).path.lstrip("/") or 0)

@@ -9,16 +9,17 @@ import shutil
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Iterator
 
 import pytest
 import redis
+from apps import jobs
+from helpers import traces, wait_for
 
 import eventbus
-from apps import jobs
 from eventbus.payload import Payload
-from helpers import traces, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -143,3 +144,28 @@ def test_async_pushes_on_a_cluster(cluster_url: str) -> None:
             got.append(json.loads(job.raw)["data"]["command"]["n"])
             assert job.delete()
         assert got == [1, 2, 3, 4]
+
+
+def test_an_idle_wait_on_a_cluster_wakes_for_any_of_its_queues(cluster_url: str) -> None:
+    """One BLPOP cannot span slots: the wait blocks on every queue's node at once, and the pops
+    cut short after the first reply leave no BLPOP behind to take the next wake-up token."""
+    eventbus.configure(default="c", connections={"c": {"driver": "redis", "url": cluster_url, "cluster": True,
+                                                       "block_for": 5}})
+    q = eventbus.connection()
+    names = [f"wake-{i}" for i in range(6)]  # spread over the three nodes
+    for name in names:
+        q.clear(name)
+    pusher = redis.RedisCluster.from_url(cluster_url)
+    for name in names:
+        q.wait(names, 0.01)  # every node's connection made
+        timer = threading.Timer(0.3, lambda n=name: q.push(payload(1), n))
+        started = time.monotonic()
+        timer.start()
+        q.wait(names, 5.0)
+        timer.join()
+        assert time.monotonic() - started < 3.0, f"a push to {name} did not wake the wait"
+        assert (job := q.pop(name)) is not None and job.delete()
+        blocked = [c for node in pusher.get_primaries()
+                   for c in pusher.client_list(target_nodes=node) if "b" in c.get("flags", "")]
+        assert blocked == []  # nothing left blocked to take the next token
+    pusher.close()

@@ -5,10 +5,10 @@ from __future__ import annotations
 import json
 
 import redis
+from helpers import REDIS_URL
 
 import eventbus
 from eventbus.payload import Payload
-from helpers import REDIS_URL
 
 
 def payload(n: int) -> Payload:

@@ -13,7 +13,7 @@ why: the worker records it as failed and goes on, and the rows behind it are not
 
 A prefetching worker calls :meth:`DatabaseQueue.reserve <eventbus.queue.database.DatabaseQueue.reserve>`
 instead: it deletes the jobs that succeeded, renews or gives back held ones and reserves the next
-ones in one statement on PostgreSQL (:class:`~eventbus.queue.database_postgres.PostgresStatements`),
+ones in one statement on PostgreSQL (:class:`~eventbus.queue.database.postgres.PostgresStatements`),
 in one transaction on SQLite and MariaDB, with everything a pop guarantees; a batch that fails
 on a row falls back to the pop's path for that call.
 
@@ -37,8 +37,8 @@ from typing import Any
 import sqlalchemy as sa
 
 from eventbus.queue.base import Queue, QueueJob, Reserved, pop_up_to
-from eventbus.queue.database_postgres import PostgresStatements, notify
-from eventbus.queue.database_schema import MAX_ATTEMPTS
+from eventbus.queue.database.postgres import PostgresStatements, notify
+from eventbus.queue.database.schema import MAX_ATTEMPTS
 from eventbus.sql import as_bytes, is_row_problem, server_clock
 
 RECLAIM_INTERVAL_S = 1.0
@@ -235,7 +235,7 @@ class Reservations:
             kept = {int(i) for i in conn.execute(sa.select(j.id).where(*self._holding(renew))).scalars()}
         if give_back:
             given = conn.execute(sa.update(self.jobs).where(*self._holding(give_back)).values(
-                reserved_at=None, token=None, attempts=sa.case((j.attempts > 0, j.attempts - 1), else_=0)))
+                reserved_at=None, token=None, attempts=self._uncounted()))
             if given.rowcount and self.dialect == "postgresql":
                 notify(conn, give_back[0].queue_name)
         return kept
@@ -276,22 +276,24 @@ class Reservations:
         with self.worker_engine.begin() as conn:
             return bool(conn.execute(self.deletion(job)).rowcount)
 
-    def release(self, job: QueueJob, delay: float) -> bool:
-        """Make ``job`` available again after ``delay``; one available at once wakes a listener."""
+    def release(self, job: QueueJob, delay: float, *, uncount: bool = False) -> bool:
+        """Make ``job`` available again after ``delay``; one available at once wakes a listener.
+        With ``uncount`` the attempt its reservation counted is given back in the same UPDATE."""
         j = self.jobs.c
+        values: dict[str, Any] = {"reserved_at": None, "token": None, "available_at": self.now + delay}
+        if uncount:
+            values["attempts"] = self._uncounted()
         with self.worker_engine.begin() as conn:
             result = conn.execute(sa.update(self.jobs).where(
-                j.id == int(job.job_id), j.token == job.token).values(
-                reserved_at=None, token=None, available_at=self.now + delay))
+                j.id == int(job.job_id), j.token == job.token).values(**values))
             if self.dialect == "postgresql" and delay <= 0 and result.rowcount:
                 notify(conn, job.queue_name)
             return bool(result.rowcount)
 
-    def uncount_attempt(self, job: QueueJob) -> None:
+    def _uncounted(self) -> Any:
+        """The attempt count less the one a reservation counted (never below 0)."""
         j = self.jobs.c
-        with self.worker_engine.begin() as conn:
-            conn.execute(sa.update(self.jobs).where(j.id == int(job.job_id), j.attempts > 0)
-                         .values(attempts=j.attempts - 1))
+        return sa.case((j.attempts > 0, j.attempts - 1), else_=0)
 
     def restart(self, job: QueueJob, **values: Any) -> bool:
         """Restart ``job``'s reservation clock (and set ``values``); False when its token no

@@ -4,12 +4,17 @@ error they all raise for it."""
 from __future__ import annotations
 
 import redis
-from redis.exceptions import ClusterDownError
+from redis.exceptions import ClusterDownError, RedisClusterException
 
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.urls import redact_url
 
-LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError)
+#: A lost or refused connection, a server that stalls, and a cluster that cannot serve the slot
+#: now: ``CLUSTERDOWN`` (no master for some slot, or a failover going on), a slot no node covers,
+#: or no seed answering while the client learns the cluster's layout. The Sentinel client's
+#: "no master found" and "the previous master is now a replica" are connection errors too.
+LOST_CONNECTION = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError, ClusterDownError,
+                   RedisClusterException)
 
 
 def unavailable(url: str, connection: str, action: str, exc: BaseException) -> ConnectionUnavailableError:

@@ -1,7 +1,7 @@
 """The SQL driver's tables: ``jobs`` and ``eventbus_signals``.
 
 Every statement of the driver is written against these columns: the SQLAlchemy ones, the
-PostgreSQL text in :mod:`~eventbus.queue.database_postgres` and the async push that runs it. So
+PostgreSQL text in :mod:`~eventbus.queue.database.postgres` and the async push that runs it. So
 what each column holds, and why it is there, is said once, here, apart from the code that moves
 jobs through them.
 
@@ -25,6 +25,21 @@ LONG_TEXT = sa.Text().with_variant(mysql.LONGTEXT(), "mysql")
 #: The id of a row, here and in the failed-job table: 64-bit, but SQLite's own INTEGER there
 #: (only an INTEGER PRIMARY KEY is SQLite's autoincrementing rowid).
 ROW_ID = sa.BigInteger().with_variant(sa.Integer, "sqlite")
+
+
+#: The names the tables that go with the default ``jobs`` table have always had.
+_DEFAULT_COMPANIONS = {"failed": "failed_jobs", "state": "eventbus_state"}
+
+
+def companion_table(jobs: str, role: str) -> str:
+    """The name of the ``role`` table (``failed``, ``state``) that goes with the jobs table ``jobs``.
+
+    Beside the default ``jobs`` table they keep their usual names (``failed_jobs``,
+    ``eventbus_state``); beside any other they are named after it (``shop_jobs`` ->
+    ``shop_jobs_failed``, ``shop_jobs_state``). So two apps that share a database, each with a
+    jobs table of its own, share no failed record, lock, counter, batch or worker entry either.
+    """
+    return _DEFAULT_COMPANIONS[role] if jobs == "jobs" else f"{jobs}_{role}"
 
 
 def jobs_table(metadata: sa.MetaData, name: str = "jobs") -> sa.Table:

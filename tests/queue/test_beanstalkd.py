@@ -12,13 +12,13 @@ from collections.abc import Iterator
 
 import greenstalk
 import pytest
+from helpers import BeanstalkdServer, address_of, free_port
 
 import eventbus
 from eventbus import ConfigurationError, ConnectionUnavailableError, EventBusError, MissingDependencyError
 from eventbus.payload import Payload
 from eventbus.queue import beanstalkd
 from eventbus.queue.beanstalkd import BeanstalkdQueue
-from helpers import BeanstalkdServer, address_of, free_port
 
 pytestmark = pytest.mark.integration
 
