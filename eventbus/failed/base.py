@@ -19,8 +19,13 @@ import time
 import traceback
 from typing import TYPE_CHECKING, Any
 
-from eventbus.errors import ConnectionUnavailableError, DeserializationError, EventBusError
-from eventbus.payload import parse_document
+from eventbus.errors import (
+    ConnectionUnavailableError,
+    DeserializationError,
+    EventBusError,
+    UnsafePayloadError,
+)
+from eventbus.payload import parse_document, without_surrogates
 
 if TYPE_CHECKING:
     from eventbus.queue.base import QueueJob
@@ -31,6 +36,8 @@ log = logging.getLogger(__name__)
 #: job reserved, with its failure beside it, to be recorded when it comes back (at most half the
 #: connection's retry_after, so the job is still held when the attempt ends).
 STORE_PATIENCE_S = 1.5
+#: How a refused payload's failure description starts (see :func:`describe_exception`).
+REFUSAL_TYPES = tuple(f"{cls.__module__}.{cls.__qualname__}:" for cls in (DeserializationError, UnsafePayloadError))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,7 +57,15 @@ class FailedJob:
         return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls)})
 
     @property
+    def refused(self) -> bool:
+        """The worker refused the payload (bad signature, unknown name, unreadable envelope)."""
+        return self.exception.startswith(REFUSAL_TYPES)
+
+    @property
     def display_name(self) -> str:
+        """The payload's display name; never the name a refused payload gives itself."""
+        if self.refused:
+            return "(refused payload)"
         try:
             doc = parse_document(self.payload)
             return str(doc.get("displayName") or doc["data"]["commandName"])
@@ -81,6 +96,12 @@ def describe_exception(exc: BaseException) -> str:
     name = cls.__qualname__ if cls.__module__ == "builtins" else f"{cls.__module__}.{cls.__qualname__}"
     first = f"{name}: {exc}".splitlines()[0] if str(exc) else name
     return first + "\n\n" + "".join(traceback.format_exception(exc))
+
+
+def refusal_description(reason: str) -> str:
+    """How a payload refused before it was read is described in its failed record (a driver
+    that finds a message it cannot hand over as it is: a bad attribute, a body it cannot decode)."""
+    return describe_exception(DeserializationError(reason))
 
 
 class FailedJobStore(abc.ABC):
@@ -141,6 +162,7 @@ class FailedJobStore(abc.ABC):
         failing with the uuid of an earlier failure (a forged one, or a retried job that failed
         again before its record was removed) must not erase the first record.
         """
+        record = dataclasses.replace(record, uuid=without_surrogates(record.uuid))  # any store keeps it
         candidate = record
         for _ in range(5):
             if self.insert(candidate):

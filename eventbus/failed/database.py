@@ -15,7 +15,7 @@ from eventbus.errors import EventBusError
 from eventbus.failed.base import FailedJob, FailedJobStore, FailOutcome, alternative_record
 from eventbus.queue.base import QueueJob
 from eventbus.queue.database import DatabaseQueue
-from eventbus.queue.database_schema import LONG_TEXT, ROW_ID
+from eventbus.queue.database.schema import LONG_TEXT, ROW_ID
 from eventbus.sql import engine_for, ensure_tables, guarded
 
 

@@ -1,7 +1,10 @@
 """OpenTelemetry tracing (``pip install 'eventbus[otel]'``): one trace from dispatch to the job.
 
 Switched on by :func:`instrument` (call it in your app module, next to your tracer provider
-setup) or by ``EVENTBUS_OTEL=1``. Until then nothing here imports ``opentelemetry``.
+setup) or by ``EVENTBUS_OTEL=1`` (the runtime then calls :func:`activate`). Until then nothing
+here imports ``opentelemetry``. The core never imports this module: :func:`instrument` joins
+the push and the worker through :func:`eventbus.runtime.trace_pushes` and
+:func:`eventbus.runtime.observe_workers`.
 
 - **Dispatch**: a ``send {queue}`` span (PRODUCER) around the push; the W3C trace context
   (``traceparent``, ``tracestate``) is injected into the payload's ``headers`` before it is
@@ -19,23 +22,22 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from eventbus import runtime
 from eventbus.errors import DeserializationError, MissingDependencyError
-from eventbus.monitoring.observer import WorkerObserver
+from eventbus.monitoring.observer import ObservedWorker, WorkerObserver
 
 if TYPE_CHECKING:
-    from eventbus.processing import Outcome
     from eventbus.queue.base import QueueJob
-    from eventbus.worker import Worker
+    from eventbus.worker.processing import Outcome
 
 log = logging.getLogger(__name__)
 
-ENV = "EVENTBUS_OTEL"
 SYSTEM = "eventbus"
 
+# Module-level: OpenTelemetry's tracer provider is process-global.
 _enabled: bool | None = None
 _provider: Any = None
 
@@ -45,28 +47,29 @@ def instrument(tracer_provider: Any = None) -> None:
     global _enabled, _provider
     _require()
     _enabled, _provider = True, tracer_provider
+    runtime.trace_pushes(sending)
+    runtime.observe_workers(ProcessTracer)
 
 
 def uninstrument() -> None:
-    """Stop tracing (``EVENTBUS_OTEL`` is ignored from now on)."""
+    """Stop tracing (``EVENTBUS_OTEL`` is ignored from now on in this process)."""
     global _enabled, _provider
     _enabled, _provider = False, None
+    runtime.trace_pushes(None)
+    runtime.forget_worker_observer(ProcessTracer)
+
+
+def activate() -> None:
+    """``EVENTBUS_OTEL=1``: trace with the global tracer provider, unless :func:`uninstrument`
+    said otherwise (or :func:`instrument` was called already, with a provider of its own)."""
+    if _enabled is None:
+        instrument()
 
 
 def enabled() -> bool:
-    """Whether tracing is on: :func:`instrument` was called, or ``EVENTBUS_OTEL=1`` is set.
-
-    The variable is read once, at the first dispatch or worker start, like the other settings
-    (every dispatch asks, and reading the environment cost a tenth of a dispatch).
-    """
-    global _enabled
-    if _enabled is None:
-        if os.environ.get(ENV, "").lower() not in ("1", "true", "yes", "on"):
-            _enabled = False
-            return False
-        _require()
-        _enabled = True
-    return _enabled
+    """Whether tracing is on: :func:`instrument` was called, or ``EVENTBUS_OTEL=1`` switched it
+    on when the settings were read."""
+    return bool(_enabled)
 
 
 def _require() -> None:
@@ -118,7 +121,7 @@ class ProcessTracer(WorkerObserver):
     def __init__(self) -> None:
         self._open: tuple[Any, Any] | None = None
 
-    def job_started(self, worker: Worker, job: QueueJob) -> None:
+    def job_started(self, worker: ObservedWorker, job: QueueJob) -> None:
         from opentelemetry import context, propagate, trace
         from opentelemetry.trace import SpanKind
 
@@ -134,7 +137,7 @@ class ProcessTracer(WorkerObserver):
         token = context.attach(trace.set_span_in_context(span, parent))
         self._open = (span, token)
 
-    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+    def job_finished(self, worker: ObservedWorker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
         from opentelemetry import context
         from opentelemetry.trace import Status, StatusCode

@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from eventbus import runtime
 from eventbus.errors import ConfigurationError, EventBusError
-from eventbus.monitoring.monitor import job_name, status_of
-from eventbus.monitoring.observer import WorkerObserver
+from eventbus.monitoring.monitor import JobNames, status_of
+from eventbus.monitoring.observer import ObservedWorker, WorkerObserver
 from eventbus.monitoring.status import connections as watched_connections
 from eventbus.monitoring.status import failed_count, queue_statuses, workers_of
 from eventbus.payload import pushed_at_of
@@ -42,9 +42,8 @@ if TYPE_CHECKING:
     from prometheus_client import CollectorRegistry
     from prometheus_client.metrics_core import Metric
 
-    from eventbus.processing import Outcome
     from eventbus.queue.base import QueueJob
-    from eventbus.worker import Worker
+    from eventbus.worker.processing import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -86,13 +85,14 @@ class PrometheusObserver(WorkerObserver):
 
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
         self.metrics = JobMetrics(registry)
+        self.names = JobNames()
 
-    def job_started(self, worker: Worker, job: QueueJob) -> None:
+    def job_started(self, worker: ObservedWorker, job: QueueJob) -> None:
         self.metrics.in_progress.labels(job.connection_name, job.queue_name).inc()
 
-    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+    def job_finished(self, worker: ObservedWorker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
-        m, name = self.metrics, job_name(job)
+        m, name = self.metrics, self.names.label(job)
         labels = (job.connection_name, job.queue_name, name)
         m.in_progress.labels(job.connection_name, job.queue_name).dec()
         m.jobs.labels(*labels, status_of(outcome)).inc()

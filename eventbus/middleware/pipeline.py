@@ -10,12 +10,14 @@ and its ``next`` still runs the rest synchronously, as it expects.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eventbus import aio
+
+if TYPE_CHECKING:  # asyncio is imported where it is used: `import eventbus` goes without it
+    import asyncio
 
 Next = Callable[[Any], Any]
 
@@ -58,6 +60,7 @@ def run_through(command: Any, middleware: Sequence[Any], final: Next) -> Any:
         return layer.handle(job, lambda inner: sync_from(index + 1, inner))
 
     async def async_from(index: int, job: Any) -> Any:
+        import asyncio
         if index == len(middleware):
             result = final(job)
             return await result if inspect.isawaitable(result) else result

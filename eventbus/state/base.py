@@ -24,6 +24,7 @@ import math
 import threading
 import time
 from collections.abc import Mapping
+from typing import TypeVar
 
 MAX_KEY_LENGTH = 255
 
@@ -212,3 +213,19 @@ class MemoryStateStore(StateStore):
             keys = [k for k in self._data if k.startswith(prefix)]
             found = {k: self._live(k) for k in keys}
         return {k: v for k, v in sorted(found.items()) if v is not None}
+
+
+_Found = TypeVar("_Found")
+
+
+def registered_for(state: StateStore, by_class: Mapping[type, _Found], by_name: Mapping[str, _Found]) -> _Found | None:
+    """What was registered for ``state``'s class or the nearest of its bases (a batch or
+    recent-jobs repository factory): by the class itself, or by its dotted name, which lets
+    the built-in ones be registered without importing redis-py or SQLAlchemy."""
+    for cls in type(state).__mro__:
+        if cls in by_class:
+            return by_class[cls]
+        named = by_name.get(f"{cls.__module__}.{cls.__qualname__}")
+        if named is not None:
+            return named
+    return None

@@ -12,14 +12,13 @@ from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
 
-import redis
 from redis.cluster import RedisCluster
 
 from eventbus.errors import ConnectionUnavailableError
+from eventbus.queue.redis.errors import LOST_CONNECTION as _LOST
 from eventbus.state.base import StateStore
 
 T = TypeVar("T")
-_LOST = (redis.ConnectionError, redis.TimeoutError, ConnectionError, TimeoutError)
 
 
 def _script(name: str) -> str:

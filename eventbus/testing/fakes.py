@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -11,7 +10,10 @@ from eventbus import dispatching
 from eventbus.event_bus import EventBus, bus, key_name
 from eventbus.dispatching import Destination
 from eventbus.payload import Payload
-from eventbus.runtime import settings
+from eventbus.testing.batches import BatchAssertions
+from eventbus.state import MemoryStateStore
+from eventbus.testing.chains import ChainAssertions
+from eventbus.testing.pushed import PushedJob
 
 Predicate = Callable[[Any], bool] | None
 
@@ -91,31 +93,17 @@ class EventFake:
                                  f"its listeners are: {names}")
 
 
-@dataclasses.dataclass(frozen=True)
-class PushedJob:
-    command: Any
-    destination: Destination
-    payload: Payload
+class QueueFake(BatchAssertions, ChainAssertions):
+    """Records pushed jobs instead of sending them to a driver (batches: :class:`BatchAssertions`;
+    chains: :class:`ChainAssertions`).
 
-    @property
-    def queue(self) -> str:
-        """The queue the job goes to: its own, else its connection's default queue."""
-        if self.destination.queue:
-            return self.destination.queue
-        config = settings().connection_config(self.destination.connection)
-        return str(config.get("queue") or "default")
-
-    @property
-    def job_class(self) -> Any:
-        """The job's class; for a queued listener, the listener's class or function."""
-        return getattr(self.command, "listener_target", None) or type(self.command)
-
-
-class QueueFake:
-    """Records pushed jobs instead of sending them to a driver."""
+    Unique jobs take their locks in the fake's own store, which nothing releases (no job runs):
+    a second dispatch of a unique job is dropped, as production drops it while the first waits.
+    """
 
     def __init__(self) -> None:
         self.pushed: list[PushedJob] = []
+        self.unique_locks = MemoryStateStore()
 
     def __call__(self, command: Any, destination: Destination, payload: Payload) -> bool:
         self.pushed.append(PushedJob(command, destination, payload))

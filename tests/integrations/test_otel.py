@@ -114,6 +114,55 @@ def test_signed_payloads_carry_signed_headers(use_redis: redis.Redis, spans: InM
     assert runtime.failed_store().all() == []
 
 
+FORGED_TRACE = "0af7651916cd43dd8448eb211c80319c"
+
+
+@pytest.mark.parametrize("kind", ["unsigned", "unknown class"])
+def test_a_refused_payloads_headers_never_parent_its_span(use_redis: redis.Redis, spans: InMemorySpanExporter,
+                                                          kind: str) -> None:
+    """The trace context of a refused payload is not continued: the worker's span starts a
+    trace of its own and carries no name the payload gave itself."""
+    from eventbus.dispatching import make_payload
+
+    if kind == "unsigned":
+        eventbus.configure(default="redis", key="secret-key",
+                           connections={"redis": {"driver": "redis", "url": REDIS_URL, "block_for": 1}})
+    doc = make_payload(Traced()).to_dict()
+    doc.pop("signature", None)
+    if kind == "unknown class":
+        doc["data"]["commandName"] = "tests.nowhere.Job"
+    doc.update(displayName="Forged", headers={"traceparent": f"00-{FORGED_TRACE}-b7ad6b7169203331-01"})
+    eventbus.connection().push_raw(json.dumps(doc))
+    drain()
+    process = by_name(spans)["process default"]
+    assert process.parent is None and format(process.context.trace_id, "032x") != FORGED_TRACE
+    assert process.attributes["eventbus.job.outcome"] == "FAIL"
+    assert "eventbus.job.name" not in process.attributes
+    assert [s.name for s in spans.get_finished_spans()] == ["process default"]  # nothing was sent
+
+
+def test_adding_headers_never_signs_a_payload_that_was_not_signed(use_redis: redis.Redis,
+                                                                 spans: InMemorySpanExporter) -> None:
+    """``with_headers`` signs again only what carried a valid signature: a payload that was not
+    ours before the trace context was added is not made ours by adding it."""
+    import dataclasses
+
+    from eventbus.dispatching import Destination, make_payload, push_payload
+    from eventbus.payload import new_uuid, verify
+
+    eventbus.configure(default="redis", key="secret-key",
+                       connections={"redis": {"driver": "redis", "url": REDIS_URL, "block_for": 1}})
+    good = make_payload(Traced())
+    for changes in ({"signature": None}, {"signature": "0" * 64}, {"display_name": "changed after signing"}):
+        push_payload(dataclasses.replace(good, uuid=new_uuid(), **changes), Destination("redis", "forged", 0.0))
+    push_payload(good, Destination("redis", "good", 0.0))
+    forged = [json.loads(raw) for raw in eventbus.connection().peek("forged")]
+    assert len(forged) == 3 and all("traceparent" in doc["headers"] for doc in forged)
+    assert not any(verify(doc, "secret-key") for doc in forged)
+    [kept] = [json.loads(raw) for raw in eventbus.connection().peek("good")]
+    assert "traceparent" in kept["headers"] and verify(kept, "secret-key")
+
+
 def test_nothing_is_injected_when_tracing_is_off(use_redis: redis.Redis) -> None:
     assert not otel.enabled()
     Traced().dispatch()

@@ -9,13 +9,13 @@ import signal
 import httpx
 import pytest
 import redis
+from apps import jobs
+from helpers import wait_for
+from observing import BACKENDS, Backend, free_port, serving, use_backend
 
 import eventbus
-from apps import jobs
 from eventbus import control
-from helpers import wait_for
 from eventbus.monitoring.status import workers_of
-from observing import BACKENDS, Backend, free_port, serving, use_backend
 
 pytest.importorskip("prometheus_client")
 pytestmark = pytest.mark.integration
@@ -121,3 +121,38 @@ def test_the_exposition_mounts_in_a_starlette_app(backend: Backend) -> None:
     assert sample(text, "eventbus_queue_jobs", connection=backend.connection, queue="default",
                   state="ready") == 2
     assert sample(text, "eventbus_workers", connection=backend.connection) == 0
+
+
+def test_labels_never_come_from_a_refused_payload_and_stay_bounded() -> None:
+    """A refused job counts under one name; made-up names beyond ``MAX_JOB_NAMES`` count as one."""
+    from types import SimpleNamespace
+
+    from prometheus_client import CollectorRegistry
+
+    from eventbus.errors import UnsafePayloadError
+    from eventbus.integrations.prometheus import PrometheusObserver
+    from eventbus.monitoring.monitor import MAX_JOB_NAMES, OTHER_JOBS, REFUSED
+    from eventbus.payload import Payload
+    from eventbus.queue.base import QueueJob
+    from eventbus.worker.processing import Outcome
+
+    registry = CollectorRegistry()
+    observer = PrometheusObserver(registry)
+    queue = SimpleNamespace(connection_name="conn")
+
+    def finish(name: str, refused: bool = False) -> None:
+        payload = Payload(display_name=name, command_name="app.Job", command={})
+        job = QueueJob(queue=queue, queue_name="q", job_id=name, raw=payload.to_json(), attempts=1)  # type: ignore[arg-type]
+        if refused:
+            job.refuse(UnsafePayloadError("refusing payload"))
+        observer.job_started(None, job)  # type: ignore[arg-type]
+        observer.job_finished(None, job, Outcome.FAIL, 0.1, None)  # type: ignore[arg-type]
+
+    for n in range(3):
+        finish(f"Forged{n}", refused=True)
+    for n in range(MAX_JOB_NAMES + 50):
+        finish(f"Made.Up{n}")
+    labels = {s.labels["job_name"] for m in registry.collect() if m.name == "eventbus_jobs"
+              for s in m.samples}
+    assert REFUSED in labels and OTHER_JOBS in labels and not any(n.startswith("Forged") for n in labels)
+    assert len(labels) == MAX_JOB_NAMES + 1

@@ -48,8 +48,8 @@ def _empty_sql_table(url: str) -> None:
 
 @pytest.fixture(params=BACKENDS)
 def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> tuple[str, dict[str, Any] | None]:
-    if request.param == "memory":
-        return "memory", None
+    if request.param == "memory":  # configure() closed the last test's connection: this one starts empty
+        return "memory", {"driver": "memory"}
     if request.param == "redis":
         request.getfixturevalue("redis_client")
     conn = connection_for(request.param, tmp_path)
@@ -61,11 +61,11 @@ def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path) -> tuple[str
 @pytest.fixture
 def store(backend: tuple[str, dict[str, Any] | None]) -> Iterator[StateStore]:
     name, conn = backend
-    if conn is None:
-        yield MemoryStateStore()
-        return
+    assert conn is not None
     eventbus.configure(default="under_test", connections={"under_test": conn})
-    yield runtime.state()
+    found = runtime.state()
+    assert isinstance(found, MemoryStateStore) == (name == "memory")
+    yield found
 
 
 def test_put_get_delete(store: StateStore) -> None:
@@ -159,8 +159,8 @@ def test_bad_arguments_are_refused(store: StateStore) -> None:
 
 def test_two_processes_contend_for_locks_and_counters(backend: tuple[str, dict[str, Any] | None]) -> None:
     name, conn = backend
-    if conn is None:
-        pytest.skip("the memory store lives in one process")
+    if name == "memory":
+        pytest.skip("a memory connection's store lives in one process")
     env = {**os.environ, "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}"}
     start_at = f"{time.time() + 2.0:.3f}"
     procs = [subprocess.Popen([sys.executable, str(TESTS / "apps" / "state_race.py"), json.dumps(conn),
