@@ -1,4 +1,4 @@
-"""Batches: ``batches`` (list, or one with its counts) and ``prune-batches``."""
+"""Batches: ``batches`` (list, or one with its counts), ``retry-batch`` and ``prune-batches``."""
 
 from __future__ import annotations
 
@@ -9,6 +9,7 @@ import click
 
 from eventbus import batches as batch_api
 from eventbus.cli.base import app_option, main, say, setup, table
+from eventbus import control
 from eventbus.errors import EventBusError
 
 
@@ -26,7 +27,7 @@ def batches(ctx: click.Context, batch_id: str | None, connection: str | None, as
     """List batches (newest first), or show one: total, pending, failed, progress, state."""
     setup(ctx)
     if batch_id:
-        found = batch_api.find(batch_id if "@" in batch_id or not connection else f"{batch_id}@{connection}")
+        found = batch_api.find(_ref(batch_id, connection))
         if found is None:
             raise EventBusError(f"no batch {batch_id}")
         listing = [found]
@@ -45,13 +46,61 @@ def batches(ctx: click.Context, batch_id: str | None, connection: str | None, as
            for b in listing], right=0)
 
 
+@main.command("retry-batch")
+@click.argument("batch_ids", nargs=-1, required=True, metavar="ID...")
+@click.option("--connection", default=None, help="Connection of the batches (default: the default).")
+@app_option
+@click.pass_context
+def retry_batch(ctx: click.Context, batch_ids: tuple[str, ...], connection: str | None) -> None:
+    """Push a batch's failed jobs back onto their queues (Laravel's queue:retry-batch).
+
+    Each failed job of the batch that is in the failed job store is retried, as eventbus
+    retry would; when they all succeed, the batch's then callbacks run (unless it was
+    cancelled). Steps of a chain that never ran because an earlier step failed run again with
+    their chain.
+
+    \b
+    Examples:
+      eventbus retry-batch 9b1c0d3e-...
+      eventbus retry-batch 9b1c0d3e-... --connection redis
+    """
+    setup(ctx)
+    for batch_id in batch_ids:
+        found = batch_api.find(_ref(batch_id, connection))
+        if found is None:
+            raise EventBusError(f"no batch {batch_id}")
+        done, _ = control.retry(list(found.failed_job_ids))
+        for item in done:
+            say(f"Pushed {item.uuid} ({item.display_name}) back onto {item.queue}.")
+        if not done:
+            say(f"Batch {found.id} has no failed jobs to retry.")
+
+
+def _ref(batch_id: str, connection: str | None) -> str:
+    return batch_id if "@" in batch_id or not connection else f"{batch_id}@{connection}"
+
+
 @main.command("prune-batches")
 @click.option("--hours", type=float, default=24.0, show_default=True,
-              help="Remove finished or cancelled batches older than this.")
+              help="Remove finished batches that finished longer ago than this.")
+@click.option("--unfinished", type=float, default=None, metavar="HOURS",
+              help="Also remove unfinished batches created longer ago than this.")
+@click.option("--cancelled", type=float, default=None, metavar="HOURS",
+              help="Also remove cancelled batches created longer ago than this.")
 @click.option("--connection", default=None, help="Connection whose batches to prune.")
 @app_option
 @click.pass_context
-def prune_batches(ctx: click.Context, hours: float, connection: str | None) -> None:
-    """Remove finished and cancelled batches older than --hours."""
+def prune_batches(ctx: click.Context, hours: float, unfinished: float | None, cancelled: float | None,
+                  connection: str | None) -> None:
+    """Remove old batches (Laravel's queue:prune-batches).
+
+    \b
+    Examples:
+      eventbus prune-batches                       finished more than 24 hours ago
+      eventbus prune-batches --hours 48 --unfinished 72 --cancelled 72
+    """
     setup(ctx)
-    say(f"Removed {batch_api.prune(hours * 3600, connection)} batches.")
+    removed = batch_api.prune(hours * 3600, connection,
+                              unfinished_older_than_s=None if unfinished is None else unfinished * 3600,
+                              cancelled_older_than_s=None if cancelled is None else cancelled * 3600)
+    say(f"Removed {removed} batches.")

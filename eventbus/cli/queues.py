@@ -7,7 +7,8 @@ import json
 import click
 
 from eventbus import runtime
-from eventbus.cli.base import app_option, main, say, setup, table
+from eventbus import tracking  # noqa: F401 - its tables join `eventbus migrate` (runtime.on_migrate)
+from eventbus.cli.base import app_option, confirm, force_option, main, say, setup, table
 from eventbus.event_bus import bus
 from eventbus.queue.base import Queue
 from eventbus.runtime import connection
@@ -20,13 +21,22 @@ def _queue_names(q: Queue, queues: str) -> list[str]:
 @main.command()
 @click.argument("connection_name", metavar="[CONNECTION]", required=False)
 @click.option("--queue", "queues", default="", help="Queues to clear (default: the default queue).")
+@force_option
 @app_option
 @click.pass_context
-def clear(ctx: click.Context, connection_name: str | None, queues: str) -> None:
-    """Delete ready and delayed jobs from queues."""
+def clear(ctx: click.Context, connection_name: str | None, queues: str, force: bool) -> None:
+    """Delete ready and delayed jobs from queues.
+
+    On a terminal it asks first; elsewhere (cron, scripts) it needs --force.
+    """
     setup(ctx)
     q = connection(connection_name)
-    for name in _queue_names(q, queues):
+    names = _queue_names(q, queues)
+    if not force:
+        doomed = sum(s.ready + s.delayed for s in (q.stats(name) for name in names))
+        where = ", ".join(f"{q.connection_name}:{name}" for name in names)
+        confirm(f"Delete {doomed:,} ready and delayed jobs from {where}?", force=force)
+    for name in names:
         say(f"Cleared {q.clear(name)} jobs from {q.connection_name}:{name}.")
 
 

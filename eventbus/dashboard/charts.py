@@ -24,13 +24,16 @@ def _nice(value: float) -> str:
     return f"{value:.2f}".rstrip("0").rstrip(".") or "0"
 
 
-def _label(minute: int) -> str:
-    return dt.datetime.fromtimestamp(minute).strftime("%H:%M")
+def _label(at: int, span_s: float) -> str:
+    """A time on the x axis: the hour and minute, with the weekday beyond a day."""
+    moment = dt.datetime.fromtimestamp(at)
+    return moment.strftime("%a %H:%M" if span_s > 24 * 3600 else "%H:%M")
 
 
 def line_chart(points: Sequence[tuple[int, float | None]], *, title: str, unit: str = "",
                second: Sequence[tuple[int, float | None]] | None = None, second_title: str = "") -> Markup:
-    """A line per series over time (``(minute, value)``; None leaves a gap), y from zero."""
+    """A line per series over time (``(start of the point, value)``; None leaves a gap), y from
+    zero. The points are evenly spaced (a minute, 10 minutes, an hour)."""
     values = [v for _, v in points if v is not None] + [v for _, v in (second or []) if v is not None]
     top = max(values + [0.0]) or 1.0
     plot_w, plot_h = WIDTH - PAD_LEFT - 4, HEIGHT - PAD_BOTTOM - PAD_TOP
@@ -65,11 +68,12 @@ def line_chart(points: Sequence[tuple[int, float | None]], *, title: str, unit: 
                      f"{escape(_nice(top * fraction))}{escape(unit)}</text>")
     if points:
         last = len(points) - 1
+        span_s = points[last][0] - points[0][0]
         for i in sorted({0, len(points) // 2, last}):
             x = PAD_LEFT + plot_w * i / count
             anchor = "start" if i == 0 else "end" if i == last else "middle"
             parts.append(f'<text class="axis" x="{x:.1f}" y="{HEIGHT - 4}" text-anchor="{anchor}">'
-                         f"{escape(_label(points[i][0]))}</text>")
+                         f"{escape(_label(points[i][0], span_s))}</text>")
     parts += polylines(points, "series")
     if second is not None:
         parts += polylines(second, "series second")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
+import math
 
 
 def duration(seconds: float | None) -> str:
     """``850ms``, ``4.2s``, ``12s``, ``4m 05s``, ``2h 10m``; ``-`` for nothing."""
-    if seconds is None:
+    if seconds is None or not math.isfinite(seconds):
         return "-"
     if seconds < 1:
         return f"{seconds * 1000:.0f}ms"

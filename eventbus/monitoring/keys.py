@@ -7,7 +7,13 @@
     queues:{connection}:{queue}                           a queue that held jobs lately
     paused:{connection}:{queue}                           a paused queue (workers skip it)
     paused-version:{connection}                           bumped by every pause and resume
+    paused:{connection}:supervisor:{name}                 a paused supervisor (its workers idle)
+    supervisors:{connection}:{host}:{pid}:{name}          one supervisor of a running master (JSON)
+    terminate:{connection}                                bumped by ``eventbus terminate``
     metrics:{connection}:{minute}:{queue}:{job}:{field}   a counter of one minute's bucket
+    history:{connection}:{minute}                         that minute per queue (JSON), kept longer
+    alerted:{connection}:{queue}:{kind}                   an alert was sent (TTL: the cooldown)
+    alerted-job:{connection}:{job}                        a job class's failure alert was sent
 
 Queue and job names are percent-encoded (``:`` and ``%`` included), so a key splits back
 into its parts; a job name too long for a key is cut and given a digest.
@@ -19,6 +25,7 @@ import hashlib
 from urllib.parse import quote, unquote
 
 from eventbus.state.base import MAX_KEY_LENGTH
+from eventbus.state.keys import readable
 
 #: Fields of one metrics bucket: attempts by outcome, summed runtime, summed wait and its count.
 FIELDS = ("done", "failed", "released", "runtime", "wait", "waited")
@@ -53,8 +60,39 @@ def paused_version(connection: str) -> str:
     return f"paused-version:{part(connection)}"
 
 
+def paused_supervisors(connection: str) -> str:
+    """Beside the paused queues (one listing reads both): a queue's part never holds a ``:``."""
+    return f"{paused(connection)}supervisor:"
+
+
+def supervisors(connection: str) -> str:
+    return f"supervisors:{part(connection)}:"
+
+
+def terminate(connection: str) -> str:
+    return f"terminate:{part(connection)}"
+
+
 def metrics(connection: str) -> str:
     return f"metrics:{part(connection)}:"
+
+
+def history(connection: str) -> str:
+    return f"history:{part(connection)}:"
+
+
+def snapshot(connection: str, minute: int) -> str:
+    """The key of the snapshot of the minute starting at ``minute`` (epoch seconds)."""
+    return f"{history(connection)}{minute}"
+
+
+def alerted(connection: str, queue: str, kind: str) -> str:
+    return f"alerted:{part(connection)}:{part(queue)}:{part(kind)}"
+
+
+def alerted_job(connection: str, job: str) -> str:
+    """The cooldown key of the failure alerts of one job class (a long name as its digest)."""
+    return f"alerted-job:{part(connection)}:{part(readable(job))}"
 
 
 def worker_id(host: str, pid: int) -> str:

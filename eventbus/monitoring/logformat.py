@@ -18,7 +18,7 @@ import logging
 import os
 from typing import Any
 
-from eventbus.display import printable
+from eventbus.monitoring.display import printable
 
 FORMATS = ("text", "json")
 

@@ -4,8 +4,9 @@ A worker never writes per job: :class:`MetricsRecorder` adds each finished attem
 memory and :meth:`~MetricsRecorder.flush` writes the tallies as counters into the connection's
 state store (one ``incr_many`` round trip), every few seconds and when the worker stops.
 Counters of several workers add up in the store. Buckets expire after :data:`RETENTION_S`, so
-the dashboard can show the last hours without another database (Horizon's snapshots, without
-the snapshot job).
+the dashboard can show the last hours without another database; each finished minute is summed
+per queue into the longer-kept :mod:`~eventbus.monitoring.history` (Horizon's snapshots, taken
+by the workers themselves rather than a scheduled job).
 
 Runtime is measured for every attempt, whatever its outcome. Wait is the time from the push
 (the payload's ``pushedAt``) to the start of the first attempt; a delayed job's wait includes

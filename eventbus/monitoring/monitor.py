@@ -1,10 +1,13 @@
-"""The observer ``eventbus work`` attaches: registry heartbeat, metrics, recent jobs, pauses.
+"""The observer ``eventbus work`` attaches: registry heartbeat, metrics, history, recent jobs, pauses.
 
 All writes happen in one background thread, never in a job's path: the heartbeat (the worker's
-entry and, when it changed, its recent jobs) every :data:`~registry.HEARTBEAT_S` seconds and the
+entry and, when it changed, its recent jobs) and the completed and failed jobs for the
+recent-jobs store (:mod:`eventbus.tracking`, one write per batch) every
+:data:`~registry.HEARTBEAT_S` seconds and the
 metrics flush every ``flush_s`` (5 s by default, ``EVENTBUS_MONITOR_INTERVAL`` to change it),
 then once more when the worker stops (bounded: a server that does not answer cannot hold the
-exit up). Reading the paused queues (one ``get`` of a version counter) rides on the worker's
+exit up). After each heartbeat it offers to take the minute's metrics snapshot
+(:mod:`~eventbus.monitoring.history`: one process of all that offer writes it). Reading the paused queues (one ``get`` of a version counter) rides on the worker's
 once-a-second signal check. A store that cannot be reached is logged once per outage; the worker
 keeps working.
 
@@ -25,19 +28,22 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from eventbus import config, runtime
 from eventbus.errors import DeserializationError, EventBusError
-from eventbus.integrations import otel
 from eventbus.monitoring import pausing
+from eventbus.monitoring.failure_alerts import FailureAlerts
+from eventbus.monitoring.history import SETTLE_S, HistoryWriter
 from eventbus.monitoring.metrics import MetricsRecorder
-from eventbus.monitoring.observer import WorkerObserver
+from eventbus.monitoring.observer import ObservedWorker, WorkerObserver
 from eventbus.monitoring.registry import HEARTBEAT_S, CurrentJob, FinishedJob, WorkerInfo, WorkerRegistry
 from eventbus.payload import pushed_at_of
 from eventbus.state.base import StateStore
+from eventbus.tracking.recorder import JobRecorder
+from eventbus.tracking.records import COMPLETED, FAILED, JobRecord, exception_line
 
 if TYPE_CHECKING:
-    from eventbus.processing import Outcome
     from eventbus.queue.base import Queue, QueueJob
-    from eventbus.worker import Worker
+    from eventbus.worker.processing import Outcome
 
 log = logging.getLogger(__name__)
 
@@ -52,16 +58,58 @@ INTERVAL_ENV = "EVENTBUS_MONITOR_INTERVAL"
 
 #: The name a job goes by when its payload cannot be read.
 UNREADABLE = "(unreadable payload)"
+#: The name a job goes by when its payload was refused: a name it gives itself is never shown.
+REFUSED = "(refused payload)"
 
 
 def job_name(job: QueueJob) -> str:
+    """The display name a log line, a metric or a worker entry shows for ``job``: its own only
+    once its payload was accepted (signature, envelope and names checked)."""
+    if job.refusal is not None:
+        return REFUSED
     try:
         return job.payload().display_name
     except DeserializationError:
         return UNREADABLE
 
 
+#: How many different job names one worker process puts in its metrics (labels, state keys).
+#: A payload names itself: without ``EVENTBUS_KEY`` anyone who can write to the queue could
+#: make up a name per job and grow the metrics without bound. Past this many, the names not
+#: seen yet are all counted as :data:`OTHER_JOBS`.
+MAX_JOB_NAMES = 500
+OTHER_JOBS = "(other jobs)"
+
+
+class JobNames:
+    """The names a worker's metrics use for its jobs: :func:`job_name`, at most ``limit`` of them."""
+
+    def __init__(self, limit: int = MAX_JOB_NAMES) -> None:
+        self.limit = limit
+        self._known: set[str] = set()
+        self._full = False
+        self._lock = threading.Lock()
+
+    def label(self, job: QueueJob) -> str:
+        return self.bounded(job_name(job))
+
+    def bounded(self, name: str) -> str:
+        if name in self._known:
+            return name
+        with self._lock:
+            if len(self._known) < self.limit:
+                self._known.add(name)
+                return name
+            if not self._full:
+                self._full = True
+                log.warning("metrics: more than %d job names seen; jobs with a name not seen "
+                            "before are counted as %s", self.limit, OTHER_JOBS)
+        return OTHER_JOBS
+
+
 _STATUSES = {"DONE": "done", "FAIL": "failed"}
+#: The attempts the recent-jobs store keeps, by outcome.
+_RECORDED = {"DONE": COMPLETED, "FAIL": FAILED}
 
 
 def status_of(outcome: Outcome) -> str:
@@ -75,7 +123,7 @@ def _wait_s(attempt: int, pushed: float | None, started_at: float) -> float | No
 
 def flush_interval_from_env() -> float:
     try:
-        value = float(os.environ.get(INTERVAL_ENV, "") or FLUSH_S)
+        value = float(config.env(INTERVAL_ENV) or FLUSH_S)
     except ValueError:
         value = FLUSH_S
     return value if value > 0 else FLUSH_S
@@ -85,14 +133,20 @@ class WorkerMonitor(WorkerObserver):
     """Keeps one worker visible: its registry entry, its metrics, its recent jobs."""
 
     def __init__(self, store: StateStore, connection: str, *, flush_s: float | None = None,
-                 heartbeat_s: float | None = None) -> None:
+                 heartbeat_s: float | None = None, queue: Queue | None = None) -> None:
         self.store = store
         self.connection = connection
         self.recorder = MetricsRecorder(connection)
+        #: The finished jobs for the recent-jobs store, written at each heartbeat.
+        self.jobs = JobRecorder(connection)
+        self.names = JobNames()
         self.flush_s = flush_s if flush_s is not None else flush_interval_from_env()
         self.heartbeat_s = heartbeat_s if heartbeat_s is not None else min(HEARTBEAT_S, self.flush_s)
         self.registry = WorkerRegistry(store, connection, heartbeat_s=self.heartbeat_s)
         self.paused = pausing.PausedQueues(store, connection)
+        #: Waits for the other workers' flushes too (their interval is likely this one's).
+        self.history = HistoryWriter(store, connection, queue=queue,
+                                     settle_s=max(SETTLE_S, 2 * self.flush_s))
         self.info: WorkerInfo | None = None
         self._lock = threading.Lock()
         #: (uuid, queue, attempt, name, status, runtime, wait, finished at, worker) of the latest attempts.
@@ -112,38 +166,41 @@ class WorkerMonitor(WorkerObserver):
         self._failing = False
 
     # -- the hooks ------------------------------------------------------------------------------
-    def worker_started(self, worker: Worker) -> None:
+    def worker_started(self, worker: ObservedWorker) -> None:
         self.info = WorkerInfo(name=worker.options.name, host=socket.gethostname(), pid=os.getpid(),
                                connection=self.connection, queues=tuple(worker.queues),
-                               started_at=time.time())
+                               started_at=time.time(), supervisor=worker.options.supervisor)
         self._thread = threading.Thread(target=self._report, args=(worker,), daemon=True,
                                         name="eventbus-monitor")
         self._thread.start()
 
-    def worker_stopped(self, worker: Worker, status: int) -> None:
+    def worker_stopped(self, worker: ObservedWorker, status: int) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(STOP_GRACE_S)
 
-    def job_started(self, worker: Worker, job: QueueJob) -> None:
+    def job_started(self, worker: ObservedWorker, job: QueueJob) -> None:
         # Only the job and the moment: the entry is built in the background thread (snapshot)
         self._job_started_at = time.time()
         self._current = job
 
-    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+    def job_finished(self, worker: ObservedWorker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
         """Note the attempt's facts, to be counted in a batch later (:meth:`fold`): a job costs
         its worker a tuple, not the metrics' and the recent list's bookkeeping."""
+        tags: tuple[str, ...]
         try:  # the name, the uuid and the push time from one look at the payload
             payload = job.payload()
         except DeserializationError:
-            name, uuid = UNREADABLE, job.uuid
+            name, uuid, tags, command = job_name(job), job.uuid, (), ""
             pushed = pushed_at_of(job.raw) if job.attempts <= 1 else None
         else:
-            name, uuid, pushed = payload.display_name, payload.uuid, payload.pushed_at
+            name, uuid, pushed = self.names.bounded(payload.display_name), payload.uuid, payload.pushed_at
+            tags, command = payload.tags, payload.command_name
         # the raw facts only (not the job itself, which would keep bodies and payloads alive)
         self._finished.append((uuid, job.queue_name, job.attempts, name, outcome, runtime_s, pushed,
-                               self._job_started_at, time.time(), worker.options.name))
+                               self._job_started_at, time.time(), worker.options.name, tags, command,
+                               exception_line(exc) if exc is not None and outcome._value_ == "FAIL" else ""))
         self._current = None
         if len(self._finished) >= FOLD_AT:  # the thread is late (or not running): keep memory flat
             self.fold()
@@ -160,11 +217,12 @@ class WorkerMonitor(WorkerObserver):
 
     def _count(self, taken: list[tuple[Any, ...]]) -> None:
         counted = [(queue, name, status_of(outcome), runtime_s, _wait_s(attempt, pushed, started_at), at)
-                   for _, queue, attempt, name, outcome, runtime_s, pushed, started_at, at, _ in taken]
+                   for _, queue, attempt, name, outcome, runtime_s, pushed, started_at, at, *_ in taken]
+        self.jobs.add(self._records(taken))
         self.recorder.record_many(counted)
         statuses = [status for _, _, status, _, _, _ in counted]
         recent = [(uuid, queue, attempt, name, status, runtime_s, wait_s, at, worker_name)
-                  for (uuid, queue, attempt, name, _, runtime_s, _, _, at, worker_name),
+                  for (uuid, queue, attempt, name, _, runtime_s, _, _, at, worker_name, *_),
                   (_, _, status, _, wait_s, _) in zip(taken[-RECENT_PER_WORKER:],
                                                       counted[-RECENT_PER_WORKER:])]
         with self._lock:
@@ -173,9 +231,30 @@ class WorkerMonitor(WorkerObserver):
             self._processed += len(statuses) - statuses.count("released")
             self._failed += statuses.count("failed")
 
-    def paused_queues(self, worker: Worker) -> frozenset[str] | None:
+    def _records(self, taken: list[tuple[Any, ...]]) -> list[JobRecord]:
+        """The completed and failed jobs among ``taken``, for the recent-jobs store (released
+        attempts are not finished). A status kept 0 seconds (``retention={"completed": 0}``) is
+        not built at all, but for jobs with tags: one of them may be monitored, which the store
+        knows."""
+        records = []
+        kept = runtime.settings().retention_s
+        for (uuid, queue, attempt, name, outcome, runtime_s, pushed, started_at, at, _, tags, command,
+             exc) in taken:
+            status = _RECORDED.get(outcome._value_)
+            if status is not None and (tags or kept[status] > 0):
+                records.append(JobRecord(
+                    uuid=uuid, name=name, connection=self.connection, queue=queue, status=status,
+                    tags=tags, attempts=attempt, pushed_at=pushed, started_at=started_at,
+                    finished_at=at, runtime_s=runtime_s, command=command, exception=exc))
+        return records
+
+    def paused_queues(self, worker: ObservedWorker) -> frozenset[str] | None:
+        """The paused queues; every queue of the worker while its supervisor is paused."""
         try:
-            return self.paused.current()
+            paused = self.paused.current()
+            supervisor = worker.options.supervisor
+            return paused | frozenset(worker.queues) if supervisor and self.paused.supervisor_paused(supervisor) \
+                else paused
         except EventBusError as exc:
             log.debug("cannot read paused queues: %s", exc)
             return None
@@ -189,7 +268,7 @@ class WorkerMonitor(WorkerObserver):
         return CurrentJob(name=job_name(job), uuid=job.uuid, queue=job.queue_name,
                           attempt=job.attempts, started_at=self._job_started_at)
 
-    def snapshot(self, worker: Worker) -> tuple[WorkerInfo | None, list[FinishedJob] | None, int]:
+    def snapshot(self, worker: ObservedWorker) -> tuple[WorkerInfo | None, list[FinishedJob] | None, int]:
         """The entry to write now, the recent jobs if they changed since the last write, and
         their version (see :meth:`_heartbeat`)."""
         self.fold()
@@ -213,22 +292,26 @@ class WorkerMonitor(WorkerObserver):
             for uuid, queue, attempt, name, outcome, runtime_s, wait_s, at, worker_name in recent]
         return info, entries, version
 
-    def _report(self, worker: Worker) -> None:
+    def _report(self, worker: ObservedWorker) -> None:
         flushed_at = time.monotonic()
-        self._safely(lambda: self._heartbeat(worker))  # visible at once, not after a heartbeat
+        self._safely(lambda: self._heartbeat(worker), self.history.take_due)  # visible at once
         while not self._stop.wait(self.heartbeat_s):
-            self._safely(lambda: self._heartbeat(worker))
-            if time.monotonic() - flushed_at >= self.flush_s:
+            due = time.monotonic() - flushed_at >= self.flush_s
+            if due:
                 flushed_at = time.monotonic()
-                self._safely(self._flush_metrics)
-        self._safely(self._flush_metrics)
-        self._safely(lambda: self._heartbeat(worker, final=True))
+            self._safely(lambda: self._heartbeat(worker), self._flush_jobs,
+                         *((self._flush_metrics,) if due else ()), self.history.take_due)
+        self._safely(self._flush_metrics, self._flush_jobs, lambda: self._heartbeat(worker, final=True))
 
     def _flush_metrics(self) -> None:
         self.fold()
         self.recorder.flush(self.store)
 
-    def _heartbeat(self, worker: Worker, final: bool = False) -> None:
+    def _flush_jobs(self) -> None:
+        self.fold()
+        self.jobs.flush()
+
+    def _heartbeat(self, worker: ObservedWorker, final: bool = False) -> None:
         info, recent, version = self.snapshot(worker)
         if info is None:
             return
@@ -239,13 +322,21 @@ class WorkerMonitor(WorkerObserver):
         if final:
             self.registry.remove(info)
 
-    def _safely(self, action: Callable[[], object]) -> None:
-        try:
-            action()
-        except Exception as exc:  # a broken store must never stop the worker
+    def _safely(self, *actions: Callable[[], object]) -> None:
+        """Run one round of writes; a broken store never stops the worker. The store is said to
+        be back only when a whole round worked: some writes of a round may have nothing to do
+        (nothing to flush, no minute due) and succeed without reaching the store, and an outage
+        must not be logged as over and begun again at every heartbeat."""
+        failure: Exception | None = None
+        for action in actions:
+            try:
+                action()
+            except Exception as exc:  # noqa: BLE001 - logged once per outage below
+                failure = failure or exc
+        if failure is not None:
             if not self._failing:
                 log.warning("worker monitoring cannot write to the state store of %r (retrying): %s",
-                            self.connection, exc)
+                            self.connection, failure)
             self._failing = True
             return
         if self._failing:
@@ -254,8 +345,11 @@ class WorkerMonitor(WorkerObserver):
 
 
 def default_observers(queue: Queue, store: StateStore) -> list[WorkerObserver]:
-    """What ``eventbus work`` watches a worker with: the monitor (and tracing when enabled)."""
-    observers: list[WorkerObserver] = [WorkerMonitor(store, queue.connection_name)]
-    if otel.enabled():
-        observers.append(otel.ProcessTracer())
+    """What ``eventbus work`` watches a worker with: the monitor, the failure alerts when alerts
+    are configured, and what the integrations add (tracing, when enabled:
+    :func:`eventbus.runtime.observe_workers`)."""
+    observers: list[WorkerObserver] = [WorkerMonitor(store, queue.connection_name, queue=queue)]
+    if runtime.settings().alerts:
+        observers.append(FailureAlerts(queue.connection_name, job_name))
+    observers.extend(runtime.worker_observers())
     return observers

@@ -11,33 +11,47 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from eventbus.processing import Outcome
     from eventbus.queue.base import QueueJob
-    from eventbus.worker import Worker
+    from eventbus.worker.options import WorkerOptions
+    from eventbus.worker.processing import Outcome
 
 log = logging.getLogger(__name__)
+
+
+class ObservedWorker(Protocol):
+    """What a hook may read of the worker it watches (an :class:`eventbus.Worker` is one): its
+    options, its queues, and whether it is paused; not the loop that calls the hooks."""
+
+    @property
+    def options(self) -> WorkerOptions: ...
+    @property
+    def queues(self) -> Sequence[str]: ...
+    @property
+    def paused(self) -> bool: ...
+    @property
+    def paused_queues(self) -> frozenset[str]: ...
 
 
 class WorkerObserver:
     """Hooks a worker calls; each does nothing here. Subclass and override what you need."""
 
-    def worker_started(self, worker: Worker) -> None:
+    def worker_started(self, worker: ObservedWorker) -> None:
         """The worker checked its connection and is about to take its first job."""
 
-    def worker_stopped(self, worker: Worker, status: int) -> None:
+    def worker_stopped(self, worker: ObservedWorker, status: int) -> None:
         """The worker is about to exit with ``status`` (not called for a hard exit)."""
 
-    def job_started(self, worker: Worker, job: QueueJob) -> None:
+    def job_started(self, worker: ObservedWorker, job: QueueJob) -> None:
         """A job was reserved and is about to be processed (in the worker's main thread)."""
 
-    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+    def job_finished(self, worker: ObservedWorker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
         """A job's attempt ended: done, released or failed."""
 
-    def paused_queues(self, worker: Worker) -> frozenset[str] | None:
+    def paused_queues(self, worker: ObservedWorker) -> frozenset[str] | None:
         """Queues the worker must skip, or None for "no opinion" (asked once a second)."""
         return None
 
@@ -63,20 +77,20 @@ class Observers(WorkerObserver):
                 _log_failure(observer, hook)
         return results
 
-    def worker_started(self, worker: Worker) -> None:
+    def worker_started(self, worker: ObservedWorker) -> None:
         self._each("worker_started", worker)
 
-    def worker_stopped(self, worker: Worker, status: int) -> None:
+    def worker_stopped(self, worker: ObservedWorker, status: int) -> None:
         self._each("worker_stopped", worker, status)
 
-    def job_started(self, worker: Worker, job: QueueJob) -> None:
+    def job_started(self, worker: ObservedWorker, job: QueueJob) -> None:
         for observer, hook in self._job_started:
             try:
                 hook(worker, job)
             except Exception:
                 _log_failure(observer, "job_started")
 
-    def job_finished(self, worker: Worker, job: QueueJob, outcome: Outcome, runtime_s: float,
+    def job_finished(self, worker: ObservedWorker, job: QueueJob, outcome: Outcome, runtime_s: float,
                      exc: BaseException | None) -> None:
         for observer, hook in self._job_finished:
             try:
@@ -84,7 +98,7 @@ class Observers(WorkerObserver):
             except Exception:
                 _log_failure(observer, "job_finished")
 
-    def paused_queues(self, worker: Worker) -> frozenset[str] | None:
+    def paused_queues(self, worker: ObservedWorker) -> frozenset[str] | None:
         answers = [a for a in self._each("paused_queues", worker) if isinstance(a, frozenset)]
         return frozenset().union(*answers) if answers else None
 

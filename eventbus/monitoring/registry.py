@@ -50,6 +50,8 @@ class WorkerInfo:
     failed: int = 0
     last_heartbeat: float = 0.0
     job: CurrentJob | None = None
+    #: The supervisor of ``eventbus supervise`` that runs this worker ("" for ``eventbus work``).
+    supervisor: str = ""
 
     @property
     def id(self) -> str:
@@ -69,7 +71,8 @@ class WorkerInfo:
             started_at=float(data["started_at"]), status=str(data.get("status", "idle")),
             processed=int(data.get("processed", 0)), failed=int(data.get("failed", 0)),
             last_heartbeat=float(data.get("last_heartbeat", 0.0)),
-            job=CurrentJob(**job) if isinstance(job, dict) else None)
+            job=CurrentJob(**job) if isinstance(job, dict) else None,
+            supervisor=str(data.get("supervisor", "")))
 
 
 @dataclasses.dataclass(frozen=True)

@@ -45,6 +45,10 @@ class QueueStatus:
         return {**dataclasses.asdict(self), "size": self.size}
 
 
+#: Exit codes of ``eventbus status`` (and ``monitor``), for health checks and cron alerts.
+HEALTHY, NEEDS_ATTENTION, UNREACHABLE = 0, 1, 2
+
+
 @dataclasses.dataclass(frozen=True)
 class Status:
     """Queues, workers, failed jobs, and what could not be read."""
@@ -53,11 +57,31 @@ class Status:
     workers: list[WorkerInfo]
     failed: int | None
     problems: list[str]
+    #: The connections looked at.
+    connections: list[str] = dataclasses.field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {"queues": [q.to_dict() for q in self.queues],
                 "workers": [w.to_dict() for w in self.workers],
                 "failed": self.failed, "problems": self.problems}
+
+    def alerts(self, *, max_size: int | None = None, min_workers: int = 0) -> list[str]:
+        """What needs an operator: each queue holding ``max_size`` jobs or more, each connection
+        with fewer than ``min_workers`` live workers."""
+        found = [f"queue {q.connection}:{q.queue} holds {q.size:,} jobs (limit {max_size:,})"
+                 for q in self.queues if max_size is not None and q.size >= max_size]
+        for name in self.connections:
+            running = sum(1 for w in self.workers if w.connection == name)
+            if running < min_workers:
+                found.append(f"connection {name} has {running} live workers (at least {min_workers} expected)")
+        return found
+
+    def exit_code(self, *, max_size: int | None = None, min_workers: int = 0) -> int:
+        """:data:`UNREACHABLE` when a broker or store could not be read, else
+        :data:`NEEDS_ATTENTION` when there are :meth:`alerts`, else :data:`HEALTHY`."""
+        if self.problems:
+            return UNREACHABLE
+        return NEEDS_ATTENTION if self.alerts(max_size=max_size, min_workers=min_workers) else HEALTHY
 
 
 def connections(names: Iterable[str] | None = None) -> list[str]:
@@ -96,7 +120,8 @@ def status(names: Iterable[str] | None = None, *, with_failed: bool = True) -> S
     queues: list[QueueStatus] = []
     workers: list[WorkerInfo] = []
     problems: list[str] = []
-    for name in connections(names):
+    watched = connections(names)
+    for name in watched:
         try:
             queues.extend(queue_statuses(name))
             workers.extend(workers_of(name))
@@ -108,4 +133,4 @@ def status(names: Iterable[str] | None = None, *, with_failed: bool = True) -> S
             failed = failed_count()
         except EventBusError as exc:
             problems.append(f"failed job store: {exc}")
-    return Status(queues, workers, failed, problems)
+    return Status(queues, workers, failed, problems, watched)

@@ -7,18 +7,20 @@ from __future__ import annotations
 import os
 import pathlib
 import re
+import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import redis
-
-import eventbus
 from apps import jobs
 from apps.observed import Broken
-from eventbus import runtime
-from helpers import traces, wait_for
+from helpers import run_worker, traces, wait_for
 from observing import BACKENDS, Backend, serving, use_backend
+
+import eventbus
+from eventbus import runtime
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
@@ -89,13 +91,44 @@ def test_every_page_loads_without_console_errors(page: Page) -> None:
     uuid = fail(Broken(1))
     for path, heading in (("/", "Overview"), ("/queues", "Queues"), ("/jobs", "Recent jobs"),
                           ("/failed", "Failed jobs"), (f"/failed/{uuid}", "apps.observed.Broken"),
-                          ("/workers", "Workers"), ("/metrics", "Metrics per job class"),
+                          ("/workers", "Workers"), ("/supervisors", "Supervisors"),
+                          ("/metrics", "Metrics per queue and job class"),
                           ("/metrics?job=apps.jobs.Record", "apps.jobs.Record")):
         tab = page.open(path)
         assert page.text("h1") == heading, path
         assert tab.evaluate("document.querySelectorAll('script[src^=\"http\"], link[href^=\"http\"]').length") == 0
     page.open("/")
     page.tab.wait_for_selector("#live[data-updated]")  # the live refresh ran, and raised nothing
+
+
+def test_a_running_supervisor_seen_paused_and_continued_from_the_browser(
+        page: Page, backend: Backend, worker_env: dict[str, str], tmp_path: pathlib.Path) -> None:
+    """``eventbus supervise`` runs for real; the page shows it, Pause pauses its workers."""
+    master = subprocess.Popen([sys.executable, "-m", "eventbus", "supervise", "--app", "apps.supervised", "-q"],
+                              env={**worker_env, **backend.env, "RAN": str(tmp_path / "ran.log")},
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        page.open("/supervisors")
+        row = 'tr[data-supervisor="load"]'
+        page.wait_text(f'{row} [data-field="processes"]', "load=1")
+        assert page.text(f"{row} .badge") == "running"
+        api = page.context.request.get(page.base + "/api/supervisors").json()
+        assert [(s["name"], s["processes"], s["pid"]) for s in api["supervisors"]] == [("load", {"load": 1}, master.pid)]
+
+        page.tab.click(f"{row} button.pause")
+        assert page.text("#notice") == "Paused supervisor load: its workers finish their job and take no other."
+        page.wait_text(f"{row} .badge", "paused")
+        wait_for(lambda: [w.status for w in eventbus.monitoring.status.workers_of(backend.connection)] == ["paused"],
+                 timeout=15)
+
+        page.tab.click(f"{row} button.continue")
+        assert page.text("#notice") == "Continued supervisor load."
+        page.wait_text(f"{row} .badge", "running")
+        wait_for(lambda: [w.status for w in eventbus.monitoring.status.workers_of(backend.connection)] == ["idle"],
+                 timeout=15)
+    finally:
+        master.terminate()
+        assert master.wait(30) == 0
 
 
 def fail(job: eventbus.Job) -> str:
@@ -182,7 +215,7 @@ def test_bulk_retry_and_forget_from_the_failed_page(page: Page) -> None:
 def test_the_failed_job_page_shows_traceback_and_payload(page: Page) -> None:
     uuid = fail(Broken(5))
     page.open("/failed")
-    page.tab.click(f'tr[data-uuid="{uuid}"] a')
+    page.tab.click(f'tr[data-uuid="{uuid}"] a[href^="/failed/"]')
     assert page.text("#exception") == "RuntimeError: it broke"
     assert "Traceback (most recent call last)" in page.text("#traceback")
     assert re.search(r'"n": 5', page.text("#payload"))
@@ -190,16 +223,37 @@ def test_the_failed_job_page_shows_traceback_and_payload(page: Page) -> None:
     assert page.text("#notice").startswith("Pushed 1 failed job(s)")
 
 
-def test_the_screenshot_script_makes_both_readme_images(tmp_path: pathlib.Path) -> None:
-    import subprocess
-    import sys
+def test_a_job_page_cancels_and_the_batches_page_retries_failed(page: Page, backend: Backend,
+                                                                redis_client: redis.Redis,
+                                                                start_worker: Any) -> None:
+    # Given a batch whose first job a worker failed, and a job waiting
+    redis_client.set("trace:broken", 1)
+    batch = eventbus.batch([Broken(1), jobs.Record(2)]).name("nightly import").allow_failures().dispatch()
+    assert run_worker(start_worker, "--stop-when-empty", "--sleep", "0", "--app", "apps.observed",
+                      env=backend.env)[0] == 0
+    redis_client.delete("trace:broken")
+    [failed] = batch.fresh().failed_job_ids
+    waiting = jobs.Record(3).dispatch()
 
-    from helpers import ROOT
+    # The waiting job's page, reached from the jobs list, cancels it
+    page.open("/jobs")
+    page.tab.click(f'tr[data-uuid="{waiting}"] a')
+    assert page.text("h1") == "apps.jobs.Record" and page.text("#job-status") == "pending"
+    page.tab.click("button.cancel")
+    assert page.text("#notice") == "Cancelled the job: it will not run."
+    assert eventbus.connection().size() == 0
 
-    env = {k: v for k, v in os.environ.items() if not k.startswith("EVENTBUS_")}
-    proc = subprocess.run([sys.executable, str(ROOT / "docs" / "screenshots.py"), "--out", str(tmp_path)],
-                          env=env, cwd=tmp_path, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    for name in ("dashboard-overview.png", "dashboard-failed.png"):
-        image = (tmp_path / name).read_bytes()
-        assert image.startswith(b"\x89PNG") and len(image) > 20_000, name
+    # The batches page shows the batch, links its failed job, and Retry failed runs it again
+    page.open("/batches")
+    row = f'tr[data-batch="{batch.id}"]'
+    assert "nightly import" in page.text(row) and page.text(f'{row} [data-field="failed"]') == "1"
+    page.tab.click(f'{row} .failed-ids a')
+    assert page.text("#job-status") == "failed" and "job 1 is broken" in page.text("#exception")
+    page.open("/batches")
+    page.tab.click(f"{row} button.retry-failed")
+    assert page.text("#notice") == "Pushed 1 failed job(s) of the batch back onto their queues."
+    assert run_worker(start_worker, "--stop-when-empty", "--sleep", "0", "--app", "apps.observed",
+                      env=backend.env)[0] == 0
+    assert "broken:1" in traces(redis_client, "ran") and "3" not in traces(redis_client, "ran")
+    page.open("/batches")
+    assert page.text(f'{row} [data-field="pending"]') == "0" and page.tab.get_attribute(f"{row} progress", "value") == "100"

@@ -11,14 +11,15 @@ from collections.abc import Iterator
 import httpx
 import pytest
 import redis
+from apps import jobs
+from helpers import REDIS_URL
+from observing import BACKENDS, Backend, serving, use_backend
 
 import eventbus
-from apps import jobs
 from eventbus import runtime
 from eventbus.failed.base import describe_exception
 from eventbus.monitoring import pausing
-from helpers import REDIS_URL
-from observing import BACKENDS, Backend, serving, use_backend
+from eventbus.supervising.state import SupervisorRegistry, SupervisorState
 
 pytest.importorskip("starlette")
 from eventbus.dashboard import create_app  # noqa: E402
@@ -60,8 +61,10 @@ def post(client: httpx.Client, page: str, action: str, **fields: str | list[str]
 def test_every_page_renders_with_strict_headers(backend: Backend, client: httpx.Client) -> None:
     jobs.Record(1).dispatch()
     uuid = fail_one()
-    for path in ("/", "/queues", "/jobs", "/failed", f"/failed/{uuid}", "/workers", "/metrics",
-                 "/metrics?job=apps.jobs.Record&window=15m", "/?fragment=1", "/status.json"):
+    for path in ("/", "/queues", "/jobs", "/failed", f"/failed/{uuid}", "/workers", "/supervisors", "/metrics",
+                 "/metrics?job=apps.jobs.Record&window=15m", "/?fragment=1", "/status.json",
+                 f"/jobs/{uuid}", "/batches", "/api/stats", "/api/queues", "/api/workers", "/api/jobs",
+                 f"/api/jobs/{uuid}", "/api/failed", "/api/batches", "/api/supervisors"):
         response = client.get(path)
         assert response.status_code == 200, path
         assert "script-src 'self'" in response.headers["content-security-policy"]
@@ -116,6 +119,28 @@ def test_pause_and_resume(backend: Backend, client: httpx.Client) -> None:
     assert post(client, "/queues", "/queues/pause", connection="nope", queue="x").status_code == 400
 
 
+def test_pause_and_continue_a_supervisor(backend: Backend, client: httpx.Client) -> None:
+    conn = backend.connection
+    published = SupervisorState(name="mail", connection=conn, host="web-1", pid=4242, queues=("mail",),
+                                balance="auto", processes={"mail": 2}, min_processes=1, max_processes=3)
+    SupervisorRegistry(runtime.state(), conn).publish([published])
+    page = client.get("/supervisors").text
+    assert 'data-supervisor="mail"' in page and "mail=2" in page
+    response = post(client, "/supervisors", "/supervisors/pause", connection=conn, name="mail")
+    assert response.status_code == 303
+    assert pausing.paused_supervisors(runtime.state(), conn) == {"mail"}
+    assert "Paused supervisor mail" in client.get(response.headers["location"]).text
+    assert post(client, "/supervisors", "/supervisors/continue", connection=conn, name="mail").status_code == 303
+    assert pausing.paused_supervisors(runtime.state(), conn) == set()
+    assert post(client, "/supervisors", "/supervisors/pause", connection="nope", name="mail").status_code == 400
+    assert post(client, "/supervisors", "/supervisors/pause", connection=conn, name="").status_code == 400
+    refused = client.post("/supervisors/pause", data={"connection": conn, "name": "mail", "csrf": "1.forged"})
+    assert refused.status_code == 403 and pausing.paused_supervisors(runtime.state(), conn) == set()
+    listed = client.get("/api/supervisors").json()
+    assert listed["problems"] == [] and [(s["name"], s["master"], s["total_processes"])
+                                         for s in listed["supervisors"]] == [("mail", "web-1:4242", 2)]
+
+
 def test_actions_need_post_a_valid_token_and_the_same_origin(use_redis: redis.Redis) -> None:
     uuid = fail_one()
     with serving(create_app()) as port, httpx.Client(base_url=f"http://127.0.0.1:{port}") as http:
@@ -150,10 +175,10 @@ def test_by_default_only_local_clients_get_in(use_redis: redis.Redis) -> None:
 
 def test_a_token_opens_it_up(use_redis: redis.Redis) -> None:
     with serving(create_app(token="s3cret")) as port, httpx.Client(base_url=f"http://127.0.0.1:{port}") as http:
-        assert http.get("/").status_code == 403
+        assert http.get("/").status_code == 401
         assert http.get("/", headers={"authorization": "Bearer s3cret"}).status_code == 200
-        assert http.get("/", headers={"authorization": "Bearer wrong"}).status_code == 403
-        assert http.get("/failed?token=wrong").status_code == 403
+        assert http.get("/", headers={"authorization": "Bearer wrong"}).status_code == 401
+        assert http.get("/failed?token=wrong").status_code == 401
         landed = http.get("/failed?queue=mail&token=s3cret")
         assert landed.status_code == 303 and landed.headers["location"] == "/failed?queue=mail"
         assert "s3cret" not in landed.headers["set-cookie"]

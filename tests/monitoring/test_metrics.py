@@ -50,6 +50,10 @@ class CountingStore(MemoryStateStore):
         self._check("put")
         super()._put(key, value, ttl_s)
 
+    def _add(self, key: str, value: str, ttl_s: float | None) -> bool:
+        self._check("add")
+        return super()._add(key, value, ttl_s)
+
     def _get(self, key: str) -> str | None:
         self._check("get")
         return super()._get(key)

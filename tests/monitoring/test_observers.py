@@ -14,10 +14,9 @@ from eventbus.monitoring.monitor import FOLD_AT, WorkerMonitor
 from eventbus.monitoring.observer import Observers, WorkerObserver
 from eventbus.monitoring.registry import FinishedJob, WorkerInfo
 from eventbus.payload import Payload
-from eventbus.processing import Outcome
 from eventbus.queue.base import QueueJob
 from eventbus.state.base import MemoryStateStore
-
+from eventbus.worker.processing import Outcome
 
 #: Stand-ins: an observer hands these on without looking at them.
 WORKER: Any = "worker"
@@ -142,3 +141,21 @@ def test_a_worker_whose_monitor_thread_is_late_counts_its_own_backlog() -> None:
     for _ in range(FOLD_AT):
         monitor.job_finished(worker, job, Outcome.DONE, 0.01, None)  # type: ignore[arg-type]
     assert len(monitor._finished) == 0 and monitor.recorder.pending() == 1
+
+
+def test_made_up_job_names_cannot_grow_the_metrics_without_bound(caplog: pytest.LogCaptureFixture) -> None:
+    """A payload names itself: past ``MAX_JOB_NAMES`` names, the new ones count as one."""
+    from eventbus.monitoring.monitor import MAX_JOB_NAMES, OTHER_JOBS
+
+    monitor = _monitor()
+    with caplog.at_level(logging.WARNING, logger="eventbus.monitoring.monitor"):
+        for n in range(MAX_JOB_NAMES + 100):
+            job = _job(n)
+            job.raw = job.raw.replace("app.SendMail", f"Made.Up{n}", 1)
+            _finished(monitor, job, Outcome.DONE)
+    monitor.fold()
+    names = {job for _, _, job in monitor.recorder._pending}
+    assert len(names) == MAX_JOB_NAMES + 1 and OTHER_JOBS in names and "Made.Up0" in names
+    assert [r.getMessage() for r in caplog.records if "job names" in r.getMessage()] == [
+        f"metrics: more than {MAX_JOB_NAMES} job names seen; jobs with a name not seen before are "
+        f"counted as {OTHER_JOBS}"]

@@ -16,7 +16,8 @@ import eventbus
 from apps import jobs
 from eventbus import runtime
 from eventbus.monitoring import pausing
-from eventbus.monitoring.metrics import read_samples, totals_by
+from eventbus.monitoring.history import CATCH_UP_MINUTES, HistoryWriter
+from eventbus.monitoring.metrics import bucket_of, read_samples, totals_by
 from eventbus.monitoring.monitor import WorkerMonitor
 from eventbus.monitoring.status import recent_jobs, workers_of
 from eventbus.worker import Worker, WorkerOptions
@@ -107,6 +108,11 @@ def test_no_store_round_trip_per_job(use_redis: redis.Redis) -> None:
     for n in range(200):
         jobs.Counted(n).dispatch()
     store = CountingStore()
+    # another worker took the metrics snapshots of the last half hour (and of the next minutes)
+    other, now = HistoryWriter(store, "redis"), bucket_of(time.time())
+    for minute in range(now - 30 * 60, now + 5 * 60, 60):
+        other.take(minute)
+    store.calls.clear()
     worker = Worker(eventbus.connection(), failed=runtime.failed_store(),
                     options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0),
                     observer=WorkerMonitor(store, "redis", flush_s=60, heartbeat_s=60))
@@ -116,7 +122,8 @@ def test_no_store_round_trip_per_job(use_redis: redis.Redis) -> None:
     assert worker.jobs_processed == 200
     checks = store.calls.count("get")  # the paused-queue check, once a second
     assert checks <= seconds + 2 and store.calls.count("scan") == 1  # listed once: nothing changed
-    assert sorted(c for c in store.calls if c not in ("get", "scan")) == [
+    assert store.calls.count("add") == CATCH_UP_MINUTES  # the snapshots it offered to take, once
+    assert sorted(c for c in store.calls if c not in ("get", "scan", "add")) == [
         "incr_many", "put", "put_many", "put_many", "put_many"]  # first and last heartbeat, flush
     assert totals_by(read_samples(store, "redis"))[("default", "apps.jobs.Counted")].done == 200
 
