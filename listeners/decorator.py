@@ -17,10 +17,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar, overload
 
 from eventbus import registry
+from eventbus.dispatching import Destination, push_command
+from eventbus.dispatching.transactions import defer_if_in_transaction
 from eventbus.errors import SerializationError
 from eventbus.event_bus import EventBus, EventKey, Registration, bus
-from eventbus.dispatching import Destination, push_command
-from eventbus.transactions import defer_if_in_transaction
 from listeners.queued import CallQueuedListener
 
 L = TypeVar("L")
@@ -109,6 +109,9 @@ class ListenerWrapper:
             raise SerializationError(
                 f"cannot queue listener {self.target.__qualname__}: it is defined in __main__ (the "
                 "script you ran), which a worker cannot import; move it into a module")
+        own_tags = getattr(instance, "tags", None)
+        if callable(own_tags):
+            opts["tags"] = list(own_tags(*args))
         job = CallQueuedListener(self.name, "handle" if self.is_class else "", args,
                                  display_name=self.name, options=opts)
         dest = Destination.of(job, queue=opts["queue"], delay=opts["delay"], connection=opts["connection"])

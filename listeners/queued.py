@@ -54,6 +54,19 @@ class CallQueuedListener(InteractsWithQueue):
     def fail_on_timeout(self) -> bool:
         return bool(self._dispatch_option("fail_on_timeout"))
 
+    def tags(self) -> list[str]:
+        """The event's class, the listener's own ``tags(event)``, then the event's ``tags()``
+        (each when it has one); the models the event carries are added at dispatch.
+        The listener's tags were read when the event was emitted (the listener instance does
+        not travel)."""
+        event = self.event
+        found = [registry.dotted_name(type(event))] if type(event).__module__ != "builtins" else []
+        found.extend(self._dispatch_option("tags") or ())
+        own = getattr(type(event), "tags", None)
+        if callable(own):
+            found.extend(event.tags())
+        return list(dict.fromkeys(found))
+
     @property
     def listener_target(self) -> Any:
         """The listener class or function this job will call."""

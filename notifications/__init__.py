@@ -1,7 +1,8 @@
-"""Notifications for eventbus: mail, SMS, database and log channels, now or through the queue."""
+"""Notifications for eventbus: mail, SMS, Slack, database and log channels, now or through the queue."""
 
 from notifications import channels
 from notifications.channels import Channel, register_channel
+from notifications.channels.slack import SlackMessage
 from notifications.errors import (
     DeliveryError,
     InvalidAddressError,
@@ -15,7 +16,7 @@ from notifications.notifiable import Notifiable
 from notifications.notification import AnonymousNotifiable, Notification
 from notifications.queued import SendQueuedNotifications
 from notifications.runtime import install, migrate, reset, validate_settings
-from notifications.sender import notify, notify_now
+from notifications.sender import anotify, notify, notify_now
 from notifications.sms.message import SmsMessage
 from notifications.store import DatabaseNotification, mark_as_read, notifications_for, unread_notifications_for
 
@@ -34,8 +35,10 @@ __all__ = [
     "NotificationSent",
     "OnDemandRouteError",
     "SendQueuedNotifications",
+    "SlackMessage",
     "SmsMessage",
     "UnknownChannelError",
+    "anotify",
     "channels",
     "mark_as_read",
     "migrate",

@@ -10,19 +10,17 @@ from __future__ import annotations
 
 import inspect
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from notifications._core import emit, emit_until
 from notifications.channels.registry import needs_route, resolve_channel
 from notifications.events import NotificationFailed, NotificationSending, NotificationSent
-
-if TYPE_CHECKING:
-    from notifications.notification import Notification
+from notifications.sendable import Sendable
 
 log = logging.getLogger(__name__)
 
 
-def has_route(notifiable: Any, notification: Notification, channel: str) -> bool:
+def has_route(notifiable: Any, notification: Sendable, channel: str) -> bool:
     """False (and a warning) when the channel needs a route and the notifiable has none."""
     if not needs_route(channel) or notifiable.route_notification_for(channel, notification) is not None:
         return True
@@ -31,7 +29,7 @@ def has_route(notifiable: Any, notification: Notification, channel: str) -> bool
     return False
 
 
-async def deliver(notifiable: Any, notification: Notification, channel: str) -> Any:
+async def deliver(notifiable: Any, notification: Sendable, channel: str) -> Any:
     """Send ``notification`` to ``notifiable`` on ``channel``; return the channel's response.
 
     Returns None without sending when ``should_send``, a missing route or a ``NotificationSending``

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
 
 
 class Notifiable:
-    """``notify``, ``notify_now``, ``anotify_now`` and the routes each channel needs.
+    """``notify``, ``anotify``, ``notify_now``, ``anotify_now`` and the routes each channel needs.
 
     Default routes: ``email`` for mail, ``phone`` for sms, the object's key (``id``, or its model
     adapter's key) for database. Override ``route_notification_for_<channel>(notification)``.
@@ -21,6 +21,11 @@ class Notifiable:
     def notify(self, notification: Notification) -> None:
         """Send ``notification`` now, or queue it when the notification is queued."""
         sender.send([self], notification)
+
+    async def anotify(self, notification: Notification) -> None:
+        """:meth:`notify` for async code: a queued notification's jobs are pushed with the
+        driver's async push (the event loop keeps running), one sent now awaits its channels."""
+        await sender.asend([self], notification)
 
     def notify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
         """Send now on every channel (or ``channels``), even a queued notification."""

@@ -14,7 +14,7 @@ import uuid
 from typing import Any, ClassVar, Self
 
 from notifications import sender
-from notifications._core import register, serializable
+from notifications._core import option_names, refuse_misspelt_options, register, serializable
 from notifications.channels.registry import accepts_on_demand
 from notifications.errors import OnDemandRouteError
 
@@ -34,9 +34,11 @@ class Notification:
     #: ``eventbus.rate_limit("mails", per_second=10)``: queued deliveries on that channel keep to
     #: it across every worker.
     rate_limits: ClassVar[dict[str, str]] = {}
+    max_exceptions: ClassVar[int | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
+        refuse_misspelt_options(cls, NOTIFICATION_OPTIONS, "notification")
         register(cls)
 
     @property
@@ -93,6 +95,10 @@ class Notification:
         return AnonymousNotifiable().route(channel, route)
 
 
+#: Every option a notification class may set (the class attributes declared on :class:`Notification`).
+NOTIFICATION_OPTIONS = option_names(Notification)
+
+
 @serializable
 @dataclasses.dataclass
 class AnonymousNotifiable:
@@ -119,6 +125,10 @@ class AnonymousNotifiable:
     def notify(self, notification: Notification) -> None:
         """Send ``notification`` now, or queue it when the notification is queued."""
         sender.send([self], notification)
+
+    async def anotify(self, notification: Notification) -> None:
+        """:meth:`notify` for async code (queued jobs are pushed without blocking the loop)."""
+        await sender.asend([self], notification)
 
     def notify_now(self, notification: Notification, channels: list[str] | None = None) -> None:
         """Send now on every channel (or ``channels``), even a queued notification."""

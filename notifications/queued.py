@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from notifications._core import InteractsWithQueue, RateLimited, serializable
+from notifications._core import InteractsWithQueue, RateLimited, adapter_for, dotted_name, serializable
 from notifications.delivery import deliver
 from notifications.errors import DeliveryError
 
@@ -44,6 +44,20 @@ class SendQueuedNotifications(InteractsWithQueue):
     @property
     def max_exceptions(self) -> Any:
         return getattr(self.notification, "max_exceptions", None)
+
+    def tags(self) -> list[str]:
+        """The notification's class, the notifiable as ``Class:key`` (its model key, else its
+        ``id``; an on-demand notifiable has neither), then the notification's own
+        ``tags(notifiable)`` when it has one."""
+        found = [dotted_name(type(self.notification))]
+        adapter = adapter_for(type(self.notifiable))
+        key = adapter.key(self.notifiable) if adapter is not None else getattr(self.notifiable, "id", None)
+        if isinstance(key, (str, int)) and not isinstance(key, bool):
+            found.append(f"{dotted_name(type(self.notifiable))}:{key}")
+        own = getattr(type(self.notification), "tags", None)
+        if callable(own):
+            found.extend(self.notification.tags(self.notifiable))
+        return list(dict.fromkeys(found))
 
     def middleware(self) -> list[Any]:
         """The channel's rate limit (``rate_limits = {"mail": "mails"}`` on the notification names

@@ -10,16 +10,14 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from notifications._core import Destination, defer_if_in_transaction, push_command, run_awaitable
+from notifications._core import Destination, adispatch, defer_if_in_transaction, push_command, run_awaitable
 from notifications.channels.registry import accepts_on_demand, channel_name, resolve_channel
 from notifications.delivery import deliver
 from notifications.errors import NotificationFailedError
 from notifications.queued import SendQueuedNotifications
-
-if TYPE_CHECKING:
-    from notifications.notification import Notification
+from notifications.sendable import Sendable
 
 Interceptor = Callable[[list[Any], Any, "list[str] | None", bool], bool]
 
@@ -33,7 +31,7 @@ class Planned:
     share) and the channel names, in ``via()`` order."""
 
     notifiable: Any
-    notification: Notification
+    notification: Sendable
     channels: list[str]
 
 
@@ -43,7 +41,7 @@ def _as_list(notifiables: Any) -> list[Any]:
     return [notifiables]
 
 
-def plan(notifiables: Any, notification: Notification, channels: list[str] | None,
+def plan(notifiables: Any, notification: Sendable, channels: list[str] | None,
          queued: bool) -> list[Planned]:
     """The deliveries to make; nothing when a fake took them. An unknown channel fails here,
     before anything is sent."""
@@ -65,7 +63,7 @@ def can_deliver(notifiable: Any, channel: str) -> bool:
     return not getattr(notifiable, "on_demand", False) or accepts_on_demand(channel)
 
 
-def send(notifiables: Any, notification: Notification) -> None:
+def send(notifiables: Any, notification: Sendable) -> None:
     """Queue ``notification`` when it is queued, else deliver it now."""
     if getattr(notification, "queued", False):
         queue(notifiables, notification)
@@ -73,7 +71,16 @@ def send(notifiables: Any, notification: Notification) -> None:
         send_now(notifiables, notification)
 
 
-def send_now(notifiables: Any, notification: Notification, channels: list[str] | None = None) -> None:
+async def asend(notifiables: Any, notification: Sendable) -> None:
+    """:func:`send` for a caller on an event loop: queued jobs are pushed without blocking it,
+    and a notification sent now awaits its channels in the running loop."""
+    if getattr(notification, "queued", False):
+        await aqueue(notifiables, notification)
+    else:
+        await asend_now(notifiables, notification)
+
+
+def send_now(notifiables: Any, notification: Sendable, channels: list[str] | None = None) -> None:
     """Deliver on every channel now, in this thread's event loop; see :func:`asend_now`."""
     coroutine = asend_now(notifiables, notification, channels)
     try:
@@ -82,7 +89,7 @@ def send_now(notifiables: Any, notification: Notification, channels: list[str] |
         coroutine.close()  # never started (called inside a running loop): no "never awaited" warning
 
 
-async def asend_now(notifiables: Any, notification: Notification, channels: list[str] | None = None) -> None:
+async def asend_now(notifiables: Any, notification: Sendable, channels: list[str] | None = None) -> None:
     """Deliver on every channel now; raise one NotificationFailedError for the ones that failed."""
     failures: dict[str, BaseException] = {}
     for item in plan(notifiables, notification, channels, queued=False):
@@ -95,27 +102,47 @@ async def asend_now(notifiables: Any, notification: Notification, channels: list
         raise NotificationFailedError(failures)
 
 
-def queue(notifiables: Any, notification: Notification) -> list[str]:
+def queue(notifiables: Any, notification: Sendable) -> list[str]:
     """Push one SendQueuedNotifications job per notifiable and channel; return their uuids.
 
     With ``after_commit = True`` the pushes wait for the enclosing ``eventbus.after_commit()``
     block (the uuids are added when they happen).
     """
     uuids: list[str] = []
+    for job, destination in queued_jobs(notifiables, notification):
+        push = _pusher(job, destination, uuids)
+        if notification.after_commit:
+            defer_if_in_transaction(push)
+        else:
+            push()
+    return uuids
+
+
+async def aqueue(notifiables: Any, notification: Sendable) -> list[str]:
+    """:func:`queue` for a caller on an event loop: each job is pushed with the driver's async
+    push (``eventbus.adispatch``), so the loop keeps serving while the server answers."""
+    uuids = []
+    for job, destination in queued_jobs(notifiables, notification):
+        uuid = await adispatch(job, queue=destination.queue, delay=destination.delay,
+                               connection=destination.connection,
+                               after_commit=bool(notification.after_commit))
+        if uuid is not None:
+            uuids.append(uuid)
+    return uuids
+
+
+def queued_jobs(notifiables: Any, notification: Sendable) -> list[tuple[SendQueuedNotifications, Destination]]:
+    """The job for each notifiable and channel, with where and when it goes."""
+    found = []
     queues = notification.via_queues() or {}
     for item in plan(notifiables, notification, None, queued=True):
         delays = notification.with_delay(item.notifiable) or {}
         for channel in item.channels:
             job = SendQueuedNotifications(item.notifiable, item.notification, channel)
-            destination = Destination.of(job, queue=queues.get(channel) or notification.queue,
-                                         delay=delays.get(channel, notification.delay),
-                                         connection=notification.connection)
-            push = _pusher(job, destination, uuids)
-            if notification.after_commit:
-                defer_if_in_transaction(push)
-            else:
-                push()
-    return uuids
+            found.append((job, Destination.of(job, queue=queues.get(channel) or notification.queue,
+                                              delay=delays.get(channel, notification.delay),
+                                              connection=notification.connection)))
+    return found
 
 
 def _pusher(job: SendQueuedNotifications, destination: Destination, uuids: list[str]) -> Callable[[], None]:
@@ -125,12 +152,17 @@ def _pusher(job: SendQueuedNotifications, destination: Destination, uuids: list[
     return push
 
 
-def notify(notifiables: Iterable[Any] | Any, notification: Notification) -> None:
+def notify(notifiables: Iterable[Any] | Any, notification: Sendable) -> None:
     """Send ``notification`` to many notifiables (queued when the notification is queued)."""
     send(notifiables, notification)
 
 
-def notify_now(notifiables: Iterable[Any] | Any, notification: Notification,
+async def anotify(notifiables: Iterable[Any] | Any, notification: Sendable) -> None:
+    """:func:`notify` for a caller on an event loop (queued jobs are pushed without blocking it)."""
+    await asend(notifiables, notification)
+
+
+def notify_now(notifiables: Iterable[Any] | Any, notification: Sendable,
                channels: list[str] | None = None) -> None:
     """Send ``notification`` to many notifiables now, even when it is a queued notification."""
     send_now(notifiables, notification, channels)

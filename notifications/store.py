@@ -1,8 +1,11 @@
 """The ``notifications`` table and its read API (Laravel's DatabaseNotification).
 
-The table lives in ``EVENTBUS_NOTIFICATIONS_URL`` (or :func:`configure`), by default the database
-of the default connection when that is a database, else ``eventbus.sqlite3``. It is created on
-first use, or up front by :func:`migrate`.
+The table holds the app's data, so it lives in the app's database: ``EVENTBUS_NOTIFICATIONS_URL``
+(or :func:`configure`) when set; else the database an integration says is the app's (Django's
+``default`` alias, the engine of the sessions given to ``use_sessions``, Flask-SQLAlchemy's
+``db.engine``: :func:`eventbus.runtime.use_app_database`); else the default connection's database
+when that is a SQL one; else the embedded ``eventbus.sqlite3``. It is created on first use, or up
+front by ``eventbus migrate`` (whether or not the app imports this package).
 """
 
 from __future__ import annotations
@@ -18,7 +21,16 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from notifications._core import DEFAULT_SQLITE_URL, adapter_for, dotted_name, engine_for, ensure_tables, guarded, settings
+from notifications._core import (
+    DEFAULT_SQLITE_URL,
+    adapter_for,
+    app_database,
+    dotted_name,
+    engine_for,
+    ensure_tables,
+    guarded,
+    settings,
+)
 from notifications.errors import DeliveryError
 
 T = TypeVar("T")
@@ -46,22 +58,32 @@ def configure(url: str | None) -> None:
         _url = url
 
 
-def database_url() -> str:
-    """Where the table lives: :func:`configure`, else the environment, else beside the queue."""
-    if _url:
-        return _url
-    if os.environ.get("EVENTBUS_NOTIFICATIONS_URL"):
-        return os.environ["EVENTBUS_NOTIFICATIONS_URL"]
+def database() -> str | sa.Engine:
+    """Where the table lives: :func:`configure`, the environment, the app's database, the
+    default connection's database, or the embedded SQLite file (in that order)."""
+    explicit = _url or os.environ.get("EVENTBUS_NOTIFICATIONS_URL")
+    if explicit:
+        return explicit
+    found = app_database()
+    if found is not None:
+        return found
     cfg = settings()
     conn = cfg.connections[cfg.default]
     return str(conn["url"]) if conn["driver"] == "database" else DEFAULT_SQLITE_URL
 
 
+def database_url() -> str:
+    """:func:`database` as a URL (its password hidden when it is the app's engine)."""
+    found = database()
+    return found if isinstance(found, str) else found.url.render_as_string(hide_password=True)
+
+
 def _run(action: str, fn: Callable[[sa.Engine], T]) -> T:
-    url = database_url()
+    found = database()
+    url = found if isinstance(found, str) else found.url.render_as_string(hide_password=True)
 
     def run() -> T:
-        engine = engine_for(url)
+        engine = engine_for(found) if isinstance(found, str) else found
         ensure_tables(engine, metadata, [table])
         return fn(engine)
 

@@ -23,8 +23,10 @@ from typing import Any
 import sqlalchemy as sa
 
 from eventbus import runtime
+from eventbus.batching.stores import repository as batch_repository
 from eventbus.queue.database import DatabaseQueue
 from eventbus.queue.drivers import driver_class
+from eventbus.tracking.stores import repository as tracking_repository
 
 IncludeObject = Callable[[Any, str | None, str, bool, Any], bool]
 
@@ -41,13 +43,13 @@ def _database(url: str) -> tuple[str, str | None, int | None, str | None]:
 def _eventbus_tables() -> Iterator[tuple[str, sa.MetaData]]:
     """(database URL, metadata) of every SQL table the configured connections and store use."""
     current = runtime.settings()
-    for name, conf in current.connections.items():
-        if issubclass(driver_class(conf["driver"]), DatabaseQueue):
+    for name in runtime.connection_names():
+        if issubclass(driver_class(current.connections[name]["driver"]), DatabaseQueue):
             queue = runtime.connection(name)
             yield str(getattr(queue, "url")), getattr(queue, "metadata")
-            state = runtime.state(name)
-            if isinstance(getattr(state, "metadata", None), sa.MetaData):
-                yield str(getattr(state, "url")), getattr(state, "metadata")
+            for beside in (runtime.state(name), batch_repository(name), tracking_repository(name)):
+                if isinstance(getattr(beside, "metadata", None), sa.MetaData):
+                    yield str(getattr(beside, "url")), getattr(beside, "metadata")
     store = runtime.failed_store()
     metadata = getattr(store, "metadata", None)
     if isinstance(metadata, sa.MetaData):
@@ -58,7 +60,8 @@ def sql_metadata(*also: sa.MetaData, url: str | None = None) -> sa.MetaData:
     """One ``MetaData`` with the tables eventbus keeps in SQL databases (Alembic's target).
 
     It has the jobs tables of every connection whose driver keeps jobs in a database, the
-    ``eventbus_signals`` table beside them, and ``failed_jobs`` when failed jobs live in one;
+    ``eventbus_signals``, ``eventbus_state``, batch and recent-jobs tables beside them, and ``failed_jobs``
+    when failed jobs live in one;
     then the tables of ``also`` (the add-ons': ``notifications.store.metadata``). With ``url``,
     only the eventbus tables that live in that database (the tables of ``also`` are always
     included). Read from the current configuration: call it after ``eventbus.configure``.

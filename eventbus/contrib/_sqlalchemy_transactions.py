@@ -1,6 +1,6 @@
 """``after_commit`` pushes held by a SQLAlchemy session's transaction (session events).
 
-When a session of a followed factory begins a transaction, an :class:`eventbus.transactions.Hold`
+When a session of a followed factory begins a transaction, an :class:`eventbus.dispatching.transactions.Hold`
 opens in the current context; pushes marked ``after_commit`` made from then on wait in it. How
 the transaction ends decides their fate:
 
@@ -22,14 +22,14 @@ from typing import Any
 
 from sqlalchemy import event, orm
 
-from eventbus.transactions import Hold
+from eventbus.dispatching.transactions import Hold
 
 _HOLDS = "eventbus.holds"
 _COMMITTED = "eventbus.committed"
 _ROLLED_BACK = "eventbus.rolled_back"
 _WROTE = "eventbus.wrote"
 
-_followed: list[Any] = []
+_followed: list[Any] = []  # module-level: SQLAlchemy's event listeners are process-global too
 
 
 def follow_transactions(target: Any) -> None:

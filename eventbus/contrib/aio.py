@@ -1,6 +1,6 @@
 """``await adispatch(job)`` and ``await aemit(event)``: queueing from an event loop without blocking it.
 
-The verbs live in the core (:mod:`eventbus.async_dispatching`, also ``eventbus.adispatch``,
+The verbs live in the core (:mod:`eventbus.dispatching.apush`, also ``eventbus.adispatch``,
 ``eventbus.adispatch_many``, ``eventbus.aemit``) and are re-exported here for the integrations.
 Redis pushes go through ``redis.asyncio`` on the running loop; other drivers push on a worker
 thread. Everything else happens as with the synchronous verbs: the context (``after_commit``
@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from eventbus.async_dispatching import adispatch, adispatch_many, aemit
+from eventbus.dispatching.apush import adispatch, adispatch_many, aemit
 
 __all__ = ["adispatch", "adispatch_many", "aemit", "offload"]
 

@@ -22,6 +22,7 @@
   through :func:`eventbus.contrib.sqlalchemy.use_sessions`).
 - Pushes marked ``after_commit`` made while ``db.session`` has a transaction open go out when it
   commits and are dropped when it rolls back.
+- Database notifications are stored in Flask-SQLAlchemy's ``db.engine``, the app's database.
 - ``flask eventbus work|failed|retry|size|migrate|...``: the ``eventbus`` commands, on this app
   (``flask eventbus --help`` lists them; ``--processes N`` and ``--watch`` load the app from
   ``FLASK_APP``, which is set for them from ``flask --app``).
@@ -59,6 +60,7 @@ CONFIG_KEYS = {
     "EVENTBUS_MAIL_FROM": "mail_from",
     "EVENTBUS_SMS_URL": "sms",
     "EVENTBUS_KEY": "key",
+    "EVENTBUS_PREVIOUS_KEYS": "previous_keys",
     "EVENTBUS_TRUSTED": "trusted",
     "EVENTBUS_MIDDLEWARE": "middleware",
 }
@@ -66,6 +68,7 @@ CONFIG_KEYS = {
 REDIS_URL_KEY = "EVENTBUS_REDIS_URL"
 BOOT_MODULE = "eventbus.contrib._flask_boot"
 
+# Module-level: the Flask app of the process (Flask apps are module globals themselves).
 _app: weakref.ref[Flask] | None = None
 _installed = False
 
@@ -107,6 +110,7 @@ class EventBus:
         self.settings = runtime.configure(**kwargs)
         _app = weakref.ref(app)
         _install()
+        runtime.use_app_database(_flask_sqlalchemy_engine)
         app.extensions["eventbus"] = self
         app.cli.add_command(eventbus_command)
 
@@ -152,6 +156,17 @@ def _install() -> None:
     # Flask-SQLAlchemy removes its session when the job's app context ends.
     eventbus_sqlalchemy.use_sessions(_flask_sqlalchemy_session, models=_is_flask_sqlalchemy_model,
                                      close_after_jobs=False, after_commit=False)
+
+
+def _flask_sqlalchemy_engine() -> Any:
+    """``db.engine`` of the app jobs run in, when it has Flask-SQLAlchemy: the app's database,
+    where its database notifications go."""
+    app = current_app_for_jobs()
+    db = app.extensions.get("sqlalchemy") if app is not None else None
+    if app is None or db is None:
+        return None
+    with app.app_context():
+        return db.engine
 
 
 @click.command("eventbus", add_help_option=False,

@@ -20,6 +20,8 @@ From then on:
 - Pushes marked ``after_commit`` made while a session of ``Session`` has a transaction open wait
   for it: they go out when it commits and are dropped when it rolls back (see
   :func:`follow_transactions`).
+- The engine ``Session`` is bound to is the app's database: database notifications are stored
+  there (:func:`eventbus.runtime.use_app_database`).
 
 Alembic: :func:`sql_metadata` and :func:`skip_eventbus_tables` (in :mod:`._sqlalchemy_tables`).
 """
@@ -58,7 +60,7 @@ class _Source:
 
 
 _sources: list[_Source] = []  # those for some models first, then the one for every model
-_installed = False
+_installed = False  # module-level like SQLAlchemy's own event registry: installed once
 
 
 def use_sessions(factory: SessionFactory, *, models: ModelTest | None = None,
@@ -85,6 +87,16 @@ def use_sessions(factory: SessionFactory, *, models: ModelTest | None = None,
         _installed = True
     if after_commit and isinstance(factory, (orm.sessionmaker, orm.scoped_session, type)):
         follow_transactions(factory)
+    engine = bound_engine(factory)
+    if models is None and engine is not None:
+        runtime.use_app_database(lambda: engine)  # the app's data (notifications) goes there too
+
+
+def bound_engine(factory: SessionFactory) -> sa.Engine | None:
+    """The engine a ``sessionmaker`` (or the one behind a ``scoped_session``) is bound to."""
+    maker = factory.session_factory if isinstance(factory, orm.scoped_session) else factory
+    bind = maker.kw.get("bind") if isinstance(maker, orm.sessionmaker) else None
+    return bind if isinstance(bind, sa.Engine) else None
 
 
 def session_factory() -> SessionFactory | None:
@@ -103,6 +115,7 @@ def _source_for(cls: type | None) -> _Source:
 
 # -- one session per job --------------------------------------------------------------------------
 
+# A ContextVar: the session belongs to the request or job running in this context.
 _current: contextvars.ContextVar[dict[_Source, orm.Session] | None] = contextvars.ContextVar(
     "eventbus_sqlalchemy_job", default=None)
 

@@ -1,8 +1,8 @@
-"""Channels: ``mail``, ``sms``, ``database``, ``log`` built in; your own by name or class.
+"""Channels: ``mail``, ``sms``, ``slack``, ``database``, ``log`` built in; your own by name or class.
 
 A channel is any object with ``send(notifiable, notification)`` (plain or ``async def``)::
 
-    notifications.register_channel("slack", SlackChannel())
+    notifications.register_channel("teams", TeamsChannel())
 
 ``via()`` may also return a channel class; it is instantiated once and registered under its
 dotted name.

@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from email.message import EmailMessage
 from typing import Any, ClassVar
 
 from notifications._core import settings
 from notifications.mail.message import MailMessage
 from notifications.mail.mime import build_email
 from notifications.mail.transports import MailTransport, transport_from_url
+
+
+#: A mail fake (``notifications.testing.fake_mail``) takes each built message here instead of
+#: the transport: ``intercept(message, mime, notifiable, notification)`` returns True when it did.
+MailInterceptor = Callable[[MailMessage, EmailMessage, Any, Any], bool]
+mail_interceptors: list[MailInterceptor] = []
 
 
 class MailChannel:
@@ -25,6 +33,8 @@ class MailChannel:
         if not isinstance(message, MailMessage):
             raise TypeError(f"{type(notification).__qualname__}.to_mail() must return a MailMessage")
         mime = build_email(message, route, self.from_address)
+        if any(intercept(message, mime, notifiable, notification) for intercept in mail_interceptors):
+            return str(mime["Message-ID"])
         return await self.transport.send(mime)
 
     def close(self) -> None:

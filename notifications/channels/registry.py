@@ -17,6 +17,7 @@ from notifications.channels.base import Channel
 from notifications.channels.database import DatabaseChannel
 from notifications.channels.log import LogChannel
 from notifications.channels.mail import MailChannel
+from notifications.channels.slack import SlackChannel
 from notifications.channels.sms import SmsChannel
 from notifications.errors import UnknownChannelError
 
@@ -28,6 +29,7 @@ BUILTIN: dict[str, ChannelFactory] = {
     "database": DatabaseChannel,
     "log": LogChannel,
     "mail": MailChannel,
+    "slack": SlackChannel,
     "sms": SmsChannel,
 }
 

@@ -10,6 +10,10 @@ message is dropped, and the next send opens a new one. No connection is shared b
 loops (they cannot be): each loop has its own pool (:class:`eventbus.aio.PerLoop`), closed on
 that loop when it shuts down (``asyncio.run``), by :meth:`SmtpTransport.aclose` there, or by
 :meth:`SmtpTransport.close` (``notifications.reset()``) from anywhere.
+
+A refusal is a :class:`DeliveryError` whose ``permanent`` follows RFC 5321: a 5xx reply (550 no
+such user, 554 rejected) will be given again, so the queued job fails at once instead of
+spending its tries; a 4xx reply (421, 451 try later) is transient and the job is retried.
 """
 
 from __future__ import annotations
@@ -136,11 +140,12 @@ class SmtpTransport:
                 return await self._send_in_slot(pool, message)
         except aiosmtplib.SMTPResponseException as exc:
             raise DeliveryError(f"SMTP server refused the message: {exc.code} {exc.message}",
-                                status=exc.code) from exc
+                                status=exc.code, permanent=is_permanent_reply(exc.code)) from exc
         except aiosmtplib.SMTPRecipientsRefused as exc:
             first = exc.recipients[0]
             raise DeliveryError(f"SMTP server refused every recipient: {first.code} {first.message}",
-                                status=first.code) from exc
+                                status=first.code,
+                                permanent=all(is_permanent_reply(r.code) for r in exc.recipients)) from exc
         except aiosmtplib.SMTPNotSupported as exc:
             raise DeliveryError(f"SMTP server cannot take this message: {exc}", permanent=True) from exc
         except OSError as exc:  # aiosmtplib's connect, disconnect and timeout errors are OSErrors too
@@ -206,6 +211,11 @@ class SmtpTransport:
     def close(self) -> None:
         """Close the connections of every loop, from sync code (``notifications.reset()``)."""
         self._pools.close()
+
+
+def is_permanent_reply(code: int) -> bool:
+    """A 5xx SMTP reply: the server will refuse the same message again (RFC 5321, 4.2.1)."""
+    return 500 <= code < 600
 
 
 def _closed_while_idle(exc: aiosmtplib.SMTPException) -> bool:

@@ -6,47 +6,20 @@ transport does with its connection. The client is closed on its loop when the lo
 (``asyncio.run`` and ``asyncio.Runner`` close it before they close the loop), so neither the loop
 nor its sockets outlive it (:class:`eventbus.aio.PerLoop`).
 
-A refusal becomes a :class:`DeliveryError` that tells the queued job what to do: 429 and 503 carry
-``retry_after`` from the Retry-After header (seconds or an HTTP date); any other 4xx except 408
-(request timeout) is ``permanent``, since the same request will be refused again.
+A refusal becomes a :class:`DeliveryError` that tells the queued job what to do
+(:func:`notifications._http.refusal`, shared with the Slack channel).
 """
 
 from __future__ import annotations
 
-import email.utils
-import time
 from typing import Any, ClassVar
 
 import httpx
 
 from notifications._core import PerLoop
+from notifications._http import refusal
 from notifications.errors import DeliveryError
 from notifications.sms.message import SmsMessage
-
-WAIT_STATUSES = (429, 503)
-TRANSIENT_CLIENT_STATUSES = (408, 429)
-
-
-def retry_after_seconds(value: str | None, now: float | None = None) -> float | None:
-    """Seconds from a Retry-After header (``120`` or an HTTP date); None when absent or unreadable."""
-    if not value or not value.strip():
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - (time.time() if now is None else now))
-
-
-def refusal(message: str, response: httpx.Response, code: str | None = None) -> DeliveryError:
-    """The DeliveryError for a provider's error answer, with ``retry_after`` and ``permanent`` set."""
-    status = response.status_code
-    wait = retry_after_seconds(response.headers.get("Retry-After")) if status in WAIT_STATUSES else None
-    permanent = 400 <= status < 500 and status not in TRANSIENT_CLIENT_STATUSES
-    return DeliveryError(message, status=status, code=code, retry_after=wait, permanent=permanent)
 
 
 def json_body(response: httpx.Response) -> dict[str, Any]:

@@ -15,8 +15,9 @@ from typing import Any, Protocol
 from urllib.parse import unquote, urlsplit
 
 from notifications._core import ConfigurationError, redact_url
+from notifications._http import refusal
 from notifications._urls import UrlOptions
-from notifications.sms.http import HttpProvider, json_body, refusal
+from notifications.sms.http import HttpProvider, json_body
 from notifications.sms.message import SmsMessage
 
 log = logging.getLogger(__name__)

@@ -1,4 +1,4 @@
-"""``fake_notifications()``: record notifications instead of delivering them.
+"""Fakes for your own tests: record notifications, or the mail they send, instead of delivering.
 
 ::
 
@@ -6,9 +6,15 @@
         ship(order)
     sent.assert_sent_to(user, OrderShippedNotification, lambda n, channels: "mail" in channels)
 
-Also the pytest fixture ``notifications``.
+    with fake_mail() as mail:
+        ship(order)
+    mail.assert_sent(MailMessage, to="ada@example.com")
+
+Also the pytest fixtures ``notifications`` and ``mail``.
 """
 
 from notifications.testing.fake import NotificationFake, SentNotification, fake_notifications
+from notifications.testing.mail import MailFake, SentMail, fake_mail
 
-__all__ = ["NotificationFake", "SentNotification", "fake_notifications"]
+__all__ = ["MailFake", "NotificationFake", "SentMail", "SentNotification", "fake_mail",
+           "fake_notifications"]

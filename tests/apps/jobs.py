@@ -286,3 +286,23 @@ class ThreadStubborn(eventbus.Job):
         trace("started", self.n)
         time.sleep(30)
         trace("ran", self.n)
+
+
+class Doomed(eventbus.Job):
+    """Fails its only try: one failed record per job, in the order the worker ran them."""
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def handle(self) -> None:
+        trace("attempt", self.n)
+        raise RuntimeError(f"doomed {self.n}")
+
+
+class UniqueRecord(Record):
+    """A :class:`Record` that is unique by its number while queued or running."""
+
+    unique = True
+
+    def unique_id(self) -> str:
+        return str(self.n)

@@ -7,12 +7,15 @@ from pathlib import Path
 from django_shop.settings import *  # noqa: F403
 
 DIR = Path(os.environ["EVENTBUS_TEST_DJANGO_DIR"])
+#: Under pytest-xdist, pytest-django names the test database ``NAME_gwN``; a worker process
+#: started by a test inherits PYTEST_XDIST_WORKER and so opens that same file.
+XDIST = f"_{os.environ['PYTEST_XDIST_WORKER']}" if os.environ.get("PYTEST_XDIST_WORKER") else ""
 
 INSTALLED_APPS = [*INSTALLED_APPS, "django_test_app"]  # noqa: F405
 DATABASES = {
     "default": {
         "ENGINE": "django.db.backends.sqlite3",
-        "NAME": str(DIR / "shop.sqlite3"),
+        "NAME": str(DIR / "shop.sqlite3") + XDIST,
         # The tests' database is this very file, so a worker process started by a test reads it.
         "TEST": {"NAME": str(DIR / "shop.sqlite3")},
     }

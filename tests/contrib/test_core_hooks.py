@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import eventbus
-from eventbus import runtime, transactions
+from eventbus import runtime
+from eventbus.dispatching import transactions
 from eventbus.serializer import register_model
 from eventbus.testing import fake_queue
 

@@ -40,7 +40,7 @@ def test_an_order_shipped_in_the_app_reaches_the_customer_by_mail_sms_and_databa
     worker = run_process([PYTHON, str(django_setup.SHOP / "manage.py"), "eventbus", "work",
                           "--processes", "2", "--stop-when-empty", "--sleep", "0"], env=env, cwd=tmp_path)
     assert worker.returncode == 0, worker.stdout + worker.stderr
-    assert worker.stdout.count("DONE") == 4
+    assert worker.stdout.count("DONE") == 4, worker.stderr[-3000:]  # the log says why
     assert "django_shop.shop.listeners.NotifyCustomer [default]" in worker.stdout
 
     [message] = inbox.messages
@@ -50,3 +50,19 @@ def test_an_order_shipped_in_the_app_reaches_the_customer_by_mail_sms_and_databa
     [stored] = Customer.objects.get(pk=1).notifications
     assert stored.data == {"order_id": 7, "tracking_url": "https://shop.example/track/7"}
     assert eventbus.connection().size() == 0 and eventbus.failed_store().all() == []
+    # The notification is the app's data: it is in Django's default database, not the queue's.
+    from django.conf import settings
+
+    directory = pathlib.Path(os.environ["EVENTBUS_TEST_DJANGO_DIR"])
+    assert "notifications" in tables_of(pathlib.Path(settings.DATABASES["default"]["NAME"]))
+    assert "notifications" not in tables_of(directory / "eventbus.sqlite3")
+
+
+def tables_of(path: pathlib.Path) -> set[str]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"sqlite:///{path}")
+    try:
+        return set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()

@@ -1,5 +1,5 @@
-"""The README's one command for each framework example: ``python examples/<name>/run.py`` runs
-end to end on the embedded defaults, from a fresh copy of the example."""
+"""The one command for each framework example in docs/frameworks.md: ``python examples/<name>/run.py``
+runs end to end on the embedded defaults, from a fresh copy of the example."""
 
 from __future__ import annotations
 

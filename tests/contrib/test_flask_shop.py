@@ -48,3 +48,16 @@ def test_an_order_shipped_in_the_app_reaches_the_customer_by_mail_sms_and_databa
         db.engine.dispose()
     assert stored.data == {"order_id": 7, "tracking_url": "https://shop.example/track/7"}
     assert eventbus.connection().size() == 0 and eventbus.failed_store().all() == []
+    # The notification is the app's data: it is in the shop's database, not beside the queue.
+    assert tables_of(tmp_path / "shop.sqlite3") >= {"customer", "notifications"}
+    assert "notifications" not in tables_of(tmp_path / "eventbus.sqlite3")
+
+
+def tables_of(path: pathlib.Path) -> set[str]:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(f"sqlite:///{path}")
+    try:
+        return set(sa.inspect(engine).get_table_names())
+    finally:
+        engine.dispose()

@@ -184,18 +184,29 @@ def test_following_a_sessionmaker_twice_holds_once(db: sa.Engine) -> None:
 
 # -- Alembic --------------------------------------------------------------------------------------
 
+BATCH_TABLES = {"eventbus_batches", "eventbus_batch_jobs", "eventbus_batch_outbox"}
+#: An app with a jobs table of its own keeps its batches in tables of its own too.
+REPORT_BATCH_TABLES = {"report_jobs_batches", "report_jobs_batch_jobs", "report_jobs_batch_outbox"}
+#: The recent-jobs store's tables, beside the state table (eventbus.tracking).
+TRACKING_TABLES = {"eventbus_job_records", "eventbus_job_tags", "eventbus_monitored_tags"}
+REPORT_TRACKING_TABLES = {"report_jobs_job_records", "report_jobs_job_tags", "report_jobs_monitored_tags"}
+
+
 def test_sql_metadata_has_the_tables_of_the_configuration(tmp_path: pathlib.Path) -> None:
     import notifications.store
 
-    assert set(sql_metadata().tables) == {"jobs", "eventbus_signals", "eventbus_state", "failed_jobs"}
+    assert set(sql_metadata().tables) == {"jobs", "eventbus_signals", "eventbus_state", "failed_jobs", *BATCH_TABLES,
+                                          *TRACKING_TABLES}
     eventbus.configure(connections={"reports": {"driver": "database", "table": "report_jobs",
                                                 "url": f"sqlite:///{tmp_path / 'reports.sqlite3'}"}})
     assert set(sql_metadata(notifications.store.metadata).tables) == {
-        "jobs", "report_jobs", "eventbus_signals", "eventbus_state", "failed_jobs", "notifications"}
+        "jobs", "report_jobs", "eventbus_signals", "eventbus_state", "report_jobs_state", "failed_jobs",
+        "notifications", *BATCH_TABLES, *REPORT_BATCH_TABLES, *TRACKING_TABLES, *REPORT_TRACKING_TABLES}
     only_reports = sql_metadata(url=f"sqlite:///{tmp_path / 'reports.sqlite3'}")
-    assert set(only_reports.tables) == {"report_jobs", "eventbus_signals", "eventbus_state"}
-    eventbus.configure(default="redis")
-    assert set(sql_metadata().tables) == {"jobs", "eventbus_signals", "eventbus_state"}  # failed: Redis
+    assert set(only_reports.tables) == {"report_jobs", "eventbus_signals", "report_jobs_state", *REPORT_BATCH_TABLES,
+                                        *REPORT_TRACKING_TABLES}
+    eventbus.configure(default="redis")  # the built-in SQLite connection is not used: no table of it
+    assert set(sql_metadata().tables) == set()  # failed jobs and batches: Redis
 
 
 def autogenerate(url: str, target: Any, include_object: Any = None) -> list[tuple[str, str]]:
@@ -226,9 +237,10 @@ def test_alembic_keeps_the_eventbus_tables_when_told_about_them(tmp_path: pathli
     engine = sa.create_engine(url)
     app.create_all(engine)
     engine.dispose()
-    runtime.migrate()                            # jobs, signals, state, failed_jobs, notifications
+    runtime.migrate()  # jobs, signals, state, batches, failed_jobs, notifications, the recent-jobs store
 
     dropped = {name for op, name in autogenerate(url, app) if op == "remove_table"}
-    assert dropped == {"jobs", "eventbus_signals", "eventbus_state", "failed_jobs", "notifications"}
+    assert dropped == {"jobs", "eventbus_signals", "eventbus_state", "failed_jobs", "notifications",
+                       *BATCH_TABLES, *TRACKING_TABLES}
     assert autogenerate(url, [app, sql_metadata(notifications.store.metadata, url=url)]) == []
     assert autogenerate(url, app, skip_eventbus_tables(notifications.store.metadata)) == []

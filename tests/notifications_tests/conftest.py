@@ -39,13 +39,18 @@ class Inbox:
         self.connections: list[SMTP] = []  # every connection accepted, open or closed
         self.most_open = 0  # the most connections open at one moment
         self.loop: Any = None
-        self.refused: set[str] = set()  # recipients answered with 550
+        self.refused: set[str] = set()  # recipients answered with 550 (permanent)
+        self.deferred: set[str] = set()  # recipients answered with 451 (try again later)
+        self.rcpt_attempts: list[str] = []  # every RCPT TO the server was sent
         self.data_delay_s = 0.0  # how long the server takes to accept a message
         self.quits = 0  # connections the client ended with QUIT
 
     async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: list[str]) -> str:
+        self.rcpt_attempts.append(address)
         if address in self.refused:
             return "550 5.1.1 No such user here"
+        if address in self.deferred:
+            return "451 4.3.0 Mailbox busy, try again later"
         envelope.rcpt_tos.append(address)
         envelope.rcpt_options.extend(options)
         return "250 OK"
@@ -256,5 +261,46 @@ def provider_stub() -> Iterator[tuple[type[ProviderStub], int]]:
     thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     yield ProviderStub, server.server_address[1]
+    server.shutdown()
+    server.server_close()
+
+
+class SlackStub(http.server.BaseHTTPRequestHandler):
+    """Answers like a Slack incoming webhook (200 ``ok``); records each JSON body it was posted.
+
+    ``script`` holds (status, text, headers) answered first, in order.
+    """
+
+    protocol_version = "HTTP/1.1"
+    posts: list[dict[str, Any]] = []
+    paths: list[str] = []
+    script: list[tuple[int, str, dict[str, str]]] = []
+
+    def log_message(self, *args: Any) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.posts.append(json.loads(body))
+        self.paths.append(self.path)
+        status, text, headers = self.script.pop(0) if self.script else (200, "ok", {})
+        raw = text.encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "text/plain")
+        self.send_header("Content-Length", str(len(raw)))
+        for name, value in headers.items():
+            self.send_header(name, value)
+        self.end_headers()
+        self.wfile.write(raw)
+
+
+@pytest.fixture
+def slack_stub() -> Iterator[tuple[type[SlackStub], str]]:
+    """A local webhook standing in for Slack's, and its URL."""
+    SlackStub.posts, SlackStub.paths, SlackStub.script = [], [], []
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), SlackStub)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+    thread.start()
+    yield SlackStub, f"http://127.0.0.1:{server.server_address[1]}/services/T000/B000/XXXX"
     server.shutdown()
     server.server_close()

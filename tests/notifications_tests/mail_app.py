@@ -26,3 +26,10 @@ class Receipt(Notification):
 
     def to_mail(self, notifiable: Shopper) -> MailMessage:
         return MailMessage(subject=f"Receipt {self.n}").greeting("Hello").line("Thanks for your order.")
+
+
+class Invoice(Receipt):
+    """Three tries, no wait between them: what a refusal does shows in how often it is sent."""
+
+    tries = 3
+    backoff = 0

@@ -107,7 +107,7 @@ def test_a_refused_message_keeps_the_connection(smtp_server: tuple) -> None:
     async def main() -> None:
         with pytest.raises(DeliveryError, match="550") as info:
             await transport.send(mail(0, to="nobody@example.com"))
-        assert info.value.status == 550 and not info.value.permanent
+        assert info.value.status == 550 and info.value.permanent  # 5xx: the same mail is refused again
         await transport.send(mail(1))
 
     run(main)

@@ -223,6 +223,15 @@ def test_async_notify_now(memory_transports: tuple) -> None:
     assert mail.messages[0]["Subject"] == "async"
 
 
+def test_anotify_sends_a_notification_that_is_not_queued_now(memory_transports: tuple) -> None:
+    import asyncio
+
+    mail, _ = memory_transports
+    asyncio.run(User(1).anotify(Hello("at once")))
+    asyncio.run(Notification.route("mail", "guest@example.com").anotify(Hello("on demand")))
+    assert [m["Subject"] for m in mail.messages] == ["at once", "on demand"]
+
+
 def test_queued_notification_is_one_job_per_notifiable_and_channel() -> None:
     class Queued(Hello):
         queued = True

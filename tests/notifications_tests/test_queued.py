@@ -7,6 +7,7 @@ any other 4xx fails it at once, without spending the remaining tries.
 
 from __future__ import annotations
 
+import asyncio
 import signal
 from typing import Any
 
@@ -76,3 +77,50 @@ def test_a_concurrent_worker_sends_queued_mail_at_once_over_the_pool(
     assert sorted(int(m["Subject"].split()[1]) for m in inbox.messages) == list(range(30))  # each once
     assert inbox.most_open == len(inbox.connections) == 4  # all four at once, none replaced
     assert eventbus.connection().size("default") == 0 and eventbus.failed_store().all() == []
+
+
+def test_a_permanent_smtp_refusal_fails_at_once_and_a_temporary_one_is_retried(
+        use_redis: redis.Redis, start_worker: Any, smtp_server: tuple) -> None:
+    """5xx (550: no such user) will be refused again: the job fails on its first try. 4xx (451:
+    try later) is worth the remaining tries."""
+    from notifications_tests.mail_app import Invoice, Shopper
+
+    inbox, port = smtp_server
+    inbox.refused.add("gone@example.com")
+    inbox.deferred.add("busy@example.com")
+    Shopper(1, "gone@example.com").notify(Invoice(1))
+    Shopper(2, "busy@example.com").notify(Invoice(2))
+    worker = start_worker("--app", "notifications_tests.mail_app", "--sleep", "0", "--stop-when-empty",
+                          env={"EVENTBUS_MAIL_URL": f"smtp://127.0.0.1:{port}"})
+    assert worker.wait() == 0, worker.output()
+
+    assert inbox.rcpt_attempts.count("gone@example.com") == 1  # tries = 3, but 550 will not change
+    assert inbox.rcpt_attempts.count("busy@example.com") == 3
+    failures = {r.summary for r in eventbus.failed_store().all()}
+    assert any("550" in s for s in failures) and any("451" in s for s in failures), failures
+
+
+def test_anotify_queues_from_a_running_loop_and_a_worker_delivers(
+        use_redis: redis.Redis, start_worker: Any, smtp_server: tuple) -> None:
+    """``await user.anotify(n)`` pushes a queued notification's jobs with the driver's async push
+    (redis.asyncio here), from inside a running loop, as ``notify`` would from sync code."""
+    from notifications.testing import fake_notifications
+    from notifications_tests.mail_app import Receipt, Shopper
+
+    inbox, port = smtp_server
+    queued: list[eventbus.JobQueued] = []
+    eventbus.listen(eventbus.JobQueued, queued.append)
+
+    async def main() -> None:
+        await asyncio.gather(*(Shopper(i, f"a{i}@example.com").anotify(Receipt(i)) for i in range(3)))
+        faked = Shopper(9, "faked@example.com")
+        with fake_notifications() as sent:  # the fakes see anotify as they see notify
+            await faked.anotify(Receipt(9))
+            sent.assert_sent_to(faked, Receipt)
+
+    asyncio.run(main())
+    assert eventbus.connection().size() == 3 and len(queued) == 3
+    worker = start_worker("--app", "notifications_tests.mail_app", "--sleep", "0", "--stop-when-empty",
+                          env={"EVENTBUS_MAIL_URL": f"smtp://127.0.0.1:{port}"})
+    assert worker.wait() == 0, worker.output()
+    assert sorted(m["Subject"] for m in inbox.messages) == ["Receipt 0", "Receipt 1", "Receipt 2"]

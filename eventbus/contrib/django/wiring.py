@@ -3,40 +3,80 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+import os
+import site
+import sysconfig
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
-from django.apps import apps
+from django.apps import AppConfig, apps
 from django.conf import settings
 from django.core.signals import setting_changed
 from django.db import connections, models, transaction
 
 from eventbus import runtime
 from eventbus.config import Settings
+from eventbus.contrib.django.database import default_database_url
+from eventbus.dispatching.transactions import Push, hold_pushes_with
 from eventbus.errors import ConfigurationError, SerializationError
 from eventbus.serializer import ModelAdapter, register_model_resolver
-from eventbus.transactions import Push, hold_pushes_with
 
 SETTING = "EVENTBUS"
 
-_installed = False
+_installed = False  # module-level: Django's signals are connected once per process
 
 
 def configure_kwargs() -> dict[str, Any]:
-    """The ``eventbus.configure`` arguments of ``settings.EVENTBUS``, the installed apps trusted."""
+    """The ``eventbus.configure`` arguments of ``settings.EVENTBUS``, the project's apps trusted."""
     given = getattr(settings, SETTING, None) or {}
     if not isinstance(given, Mapping):
         raise ConfigurationError(f"settings.{SETTING} must be a dict of eventbus.configure() "
                                  f"arguments, not {type(given).__name__}")
     kwargs = dict(given)
-    packages = {config.name.split(".")[0] for config in apps.get_app_configs()}
-    kwargs["trusted"] = [*(kwargs.get("trusted") or ()), *sorted(packages)]
+    kwargs["trusted"] = [*(kwargs.get("trusted") or ()), *own_packages(apps.get_app_configs())]
     return kwargs
 
 
+#: Packages never trusted for lazy imports, whatever is installed: Django's own apps
+#: (``django.contrib.auth``'s ``User`` is no payload's business) and eventbus itself.
+NEVER_TRUSTED = frozenset({"django", "eventbus"})
+
+
+def own_packages(configs: Iterable[AppConfig]) -> list[str]:
+    """The top-level packages of the project's own apps: not Django's, not eventbus, and not
+    installed from a package index (an app living in site-packages is a third party's).
+
+    Payloads may name models of these apps (they travel by key); a model of any other app
+    travels only once registered (``eventbus.serializable(User)``), like every other class.
+    """
+    installed = _installation_dirs()
+    found = set()
+    for config in configs:
+        package = config.name.split(".")[0]
+        if package in NEVER_TRUSTED:
+            continue
+        path = os.path.realpath(str(config.path))
+        if any(path == d or path.startswith(d + os.sep) for d in installed):
+            continue
+        found.add(package)
+    return sorted(found)
+
+
+def _installation_dirs() -> list[str]:
+    """Where installed distributions live (site-packages, dist-packages, the user's site)."""
+    dirs = {sysconfig.get_paths()[key] for key in ("purelib", "platlib")}
+    dirs.update(getattr(site, "getsitepackages", lambda: [])())
+    if site.ENABLE_USER_SITE and site.USER_SITE:
+        dirs.add(site.USER_SITE)
+    return [os.path.realpath(d) for d in dirs if d]
+
+
 def configure_from_settings() -> Settings:
-    """Apply ``settings.EVENTBUS`` (called when Django is ready and when the setting changes)."""
-    return runtime.configure(**configure_kwargs())
+    """Apply ``settings.EVENTBUS`` (called when Django is ready and when the setting changes);
+    Django's ``default`` database is the app's (its database notifications go there)."""
+    configured = runtime.configure(**configure_kwargs())
+    runtime.use_app_database(default_database_url)
+    return configured
 
 
 def install() -> None:
