@@ -7,7 +7,8 @@ from collections.abc import Callable
 
 import pytest
 
-from chaos.scenarios import BY_NAME, Unavailable
+from chaos.catalogue import BY_NAME
+from chaos.scenarios import Unavailable
 from chaos.scene import Result
 
 _results: dict[str, Result | Unavailable] = {}

@@ -20,7 +20,8 @@ import time
 TESTS = pathlib.Path(__file__).resolve().parent.parent
 sys.path[:0] = [str(TESTS), str(TESTS.parent)]
 
-from chaos.scenarios import BY_NAME, CATALOGUE, Unavailable  # noqa: E402
+from chaos.catalogue import BY_NAME, CATALOGUE  # noqa: E402
+from chaos.scenarios import Unavailable  # noqa: E402
 from chaos.scene import Result  # noqa: E402
 
 COLUMNS = ("scenario", "enqueued", "executed once", "lost", "duplicated", "stranded", "recovery", "result", "fault")

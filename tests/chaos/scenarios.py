@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import eventbus
 from chaos import ledger as ledger_mod
-from chaos import servers
+from chaos import scheduler_scenarios, servers
 from chaos.apps.jobs import Work
 from chaos.scene import Result, Scene, wait_until
 from chaos.target import Target
@@ -868,7 +868,7 @@ def poison_head(driver: str, quick: bool = True) -> Result:
 class Scenario:
     name: str
     run: Callable[[bool], Result]
-    fault: int | None = None  # the issue's fault this scenario reproduces, if any
+    fault: int | str | None = None  # the issue's fault this scenario reproduces, if any ("27.5": issue 27)
     postgres: bool = False
 
 
@@ -900,5 +900,19 @@ CATALOGUE: list[Scenario] = [
     Scenario("nan-payloads", nan_payloads, fault=9),
     Scenario("resumed-worker-exit", resumed_worker_exit, fault=10),
     Scenario("redis-persistence-warning", persistence_warning, fault=11),
+    *[Scenario(name, run) for name, run in scheduler_scenarios.SCENARIOS],
 ]
+
+
+def _cluster_state(quick: bool) -> Result:
+    from chaos.cluster_state import state_master_down  # imports this module: loaded on use
+
+    return state_master_down(quick)
+
+
+CATALOGUE.append(Scenario("cluster-state-master-down", _cluster_state))  # issue 27, defect 4
+
+from chaos.batch_scenarios import BATCH_SCENARIOS  # noqa: E402 - they build on the helpers above
+
+CATALOGUE += BATCH_SCENARIOS
 BY_NAME = {s.name: s for s in CATALOGUE}

@@ -18,7 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import eventbus
@@ -67,12 +67,13 @@ def children_of(pid: int) -> list[int]:
 class Worker:
     """``eventbus work --app chaos.apps.app ...`` with its output in files (never a full pipe)."""
 
-    def __init__(self, args: list[str], env: dict[str, str], directory: pathlib.Path, name: str) -> None:
+    def __init__(self, args: list[str], env: dict[str, str], directory: pathlib.Path, name: str,
+                 prefix: Sequence[str] = ()) -> None:
         self.name = name
         self.out_path = directory / f"{name}.out"
         self.err_path = directory / f"{name}.err"
-        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:
-            self.proc = subprocess.Popen([sys.executable, "-m", "eventbus", "work", "--app", APP, *args],
+        with open(self.out_path, "wb") as out, open(self.err_path, "wb") as err:  # prefix: ip netns exec ...
+            self.proc = subprocess.Popen([*prefix, sys.executable, "-m", "eventbus", "work", "--app", APP, *args],
                                          env=env, cwd=directory, stdout=out, stderr=err, start_new_session=True)
         self.started_at = time.monotonic()
 
@@ -185,8 +186,10 @@ class Scene:
         env.update(extra)
         return env
 
-    def worker(self, target: Target, *args: str, env: dict[str, str] | None = None, name: str = "") -> Worker:
-        w = Worker(list(args), self.env(target, **(env or {})), self.dir, name or f"worker{len(self.workers)}")
+    def worker(self, target: Target, *args: str, env: dict[str, str] | None = None, name: str = "",
+               prefix: Sequence[str] = ()) -> Worker:
+        w = Worker(list(args), self.env(target, **(env or {})), self.dir, name or f"worker{len(self.workers)}",
+                   prefix)
         self.workers.append(w)
         return w
 

@@ -30,7 +30,8 @@ def free_port() -> int:
 
 
 class RedisServer:
-    """One ``redis-server`` process on 127.0.0.1:``port`` with its data in ``directory``.
+    """One ``redis-server`` process on ``listen_host``:``port`` (127.0.0.1 unless a subclass says
+    otherwise) with its data in ``directory``.
 
     ``aof`` turns on the append-only file with ``appendfsync always`` (every acknowledged write
     survives ``kill -9``); without it the server keeps nothing across a restart.
@@ -43,20 +44,25 @@ class RedisServer:
         self.port = port or free_port()
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = directory / "redis.log"
+        self.listen_host = "127.0.0.1"
 
     def url(self, db: int = 0) -> str:
-        return f"redis://127.0.0.1:{self.port}/{db}"
+        return f"redis://{self.listen_host}:{self.port}/{db}"
 
     @property
     def pid(self) -> int:
         assert self.proc is not None, "server not started"
         return self.proc.pid
 
-    def start(self, timeout: float = 10.0) -> RedisServer:
-        args = [REDIS_SERVER, "--port", str(self.port), "--bind", "127.0.0.1", "--dir", str(self.directory),
+    def command(self) -> list[str]:
+        """The command line that starts this server (subclasses add their own options)."""
+        return [REDIS_SERVER, "--port", str(self.port), "--bind", self.listen_host,
+                "--dir", str(self.directory),
                 "--save", "", "--appendonly", "yes" if self.aof else "no", "--appendfsync", "always",
                 "--protected-mode", "no", "--daemonize", "no", "--logfile", str(self.log)]
-        self.proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def start(self, timeout: float = 10.0) -> RedisServer:
+        self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while not self.answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:
@@ -66,7 +72,8 @@ class RedisServer:
         return self
 
     def answers(self, timeout: float = 0.5) -> bool:
-        client = redis.Redis(port=self.port, socket_timeout=timeout, socket_connect_timeout=timeout)
+        client = redis.Redis(host=self.listen_host, port=self.port, socket_timeout=timeout,
+                             socket_connect_timeout=timeout)
         try:
             return bool(client.ping())
         except (redis.ConnectionError, redis.TimeoutError):

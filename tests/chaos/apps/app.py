@@ -23,7 +23,8 @@ if _skew:
 if os.environ.get("CHAOS_SWITCH_INTERVAL"):
     sys.setswitchinterval(float(os.environ["CHAOS_SWITCH_INTERVAL"]))
 
-from chaos.apps import jobs  # noqa: E402,F401 - registers the job classes
+from chaos.apps import batch_faults, batch_jobs, jobs  # noqa: E402,F401 - registers the job classes
 from chaos.target import Target  # noqa: E402
 
 Target.from_env().configure()
+batch_faults.install()  # CHAOS_BATCH_FAULT: the batch scenarios' crash points

@@ -81,3 +81,40 @@ class FreezeServerAfterDone(Work):
         super().handle()
         if self.attempts == 1:
             os.kill(int(os.environ["CHAOS_REDIS_PID"]), signal.SIGSTOP)
+
+
+class FailsFirst(Work):
+    """Works ``seconds``, then raises on its first attempt; later attempts work ``later_seconds``
+    and are done."""
+
+    def __init__(self, n: int, seconds: float = 0.05, tries: int = 20, later_seconds: float | None = None) -> None:
+        super().__init__(n, seconds=seconds, tries=tries)
+        self.later_seconds = seconds if later_seconds is None else later_seconds
+
+    def handle(self) -> None:
+        ledger.record("start", self)
+        if self.attempts == 1:
+            time.sleep(self.seconds)
+            raise RuntimeError(f"first attempt of {self.n}")
+        time.sleep(self.later_seconds)
+        ledger.record("done", self)
+
+
+class UniqueWork(Work):
+    """A unique job (one per ``n`` waiting or running at a time)."""
+
+    unique = True
+
+    def unique_id(self) -> str:
+        return str(self.n)
+
+
+class Callback(Work):
+    """A batch callback: writes ``kind`` (``then``, ``finally``) for batch ``n`` to the ledger."""
+
+    def __init__(self, n: int, kind: str) -> None:
+        super().__init__(n, seconds=0.0)
+        self.kind = kind
+
+    def handle(self) -> None:
+        ledger.record(self.kind, self)
