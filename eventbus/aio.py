@@ -9,25 +9,28 @@ An async client (``redis.asyncio``, ``httpx.AsyncClient``) belongs to the loop i
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import inspect
 import logging
 import threading
 import time
 from collections.abc import AsyncGenerator, Awaitable, Callable, Coroutine, Iterator
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from eventbus.errors import JobTimeoutError
+
+if TYPE_CHECKING:  # asyncio is imported where it is used: `import eventbus` goes without it
+    import asyncio
 
 T = TypeVar("T")
 R = TypeVar("R")
 log = logging.getLogger(__name__)
-_local = threading.local()
+_local = threading.local()  # module-level: one event loop per thread, by nature (not the runtime's)
 
 
 def loop() -> asyncio.AbstractEventLoop:
     """This thread's loop (created on first use)."""
+    import asyncio
     current: asyncio.AbstractEventLoop | None = getattr(_local, "loop", None)
     if current is None or current.is_closed():
         current = asyncio.new_event_loop()
@@ -41,6 +44,7 @@ def run(awaitable: Awaitable[T]) -> T:
     Inside :func:`on_shared_loop` (a worker running jobs concurrently) it runs as a task of the
     worker's one loop instead, cancelled when the job's deadline passes.
     """
+    import asyncio
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -95,6 +99,7 @@ def _run_on(shared: SharedLoop, awaitable: Awaitable[T]) -> T:
     between two threads, where ``run_coroutine_threadsafe``'s future and condition variable cost
     about a tenth of a short async job's time.
     """
+    import asyncio
     done = threading.Lock()
     done.acquire()
     tasks: list[asyncio.Task[T]] = []
@@ -110,6 +115,7 @@ def _run_on(shared: SharedLoop, awaitable: Awaitable[T]) -> T:
 
 
 async def _within(awaitable: Awaitable[T], shared: SharedLoop) -> T:
+    import asyncio
     if shared.deadline is None:
         return await awaitable
     remaining = shared.deadline - time.monotonic()
@@ -131,6 +137,7 @@ def resolve(value: Any) -> Any:
 
 
 def _cancel_pending(current: asyncio.AbstractEventLoop) -> None:
+    import asyncio
     pending = [t for t in asyncio.all_tasks(current) if not t.done()]
     for task in pending:
         task.cancel()
@@ -163,6 +170,7 @@ class PerLoop(Generic[R]):
     """
 
     def __init__(self, make: Callable[[], R], close: Callable[[R], Awaitable[object]]) -> None:
+        import asyncio
         self._make = make
         self._close = close
         self._lock = threading.Lock()
@@ -172,6 +180,7 @@ class PerLoop(Generic[R]):
 
     async def get(self) -> R:
         """The running loop's resource, made on first use (or after it was closed)."""
+        import asyncio
         loop = asyncio.get_running_loop()
         with self._lock:
             entry = self._entries.get(loop)
@@ -209,6 +218,7 @@ class PerLoop(Generic[R]):
 
     async def aclose(self) -> None:
         """Close the running loop's resource now; the next :meth:`get` makes a new one."""
+        import asyncio
         with self._lock:
             entry = self._entries.pop(asyncio.get_running_loop(), None)
         if entry is not None:

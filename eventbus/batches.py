@@ -3,98 +3,55 @@
 ::
 
     batch = (eventbus.batch([ImportRow(1), ImportRow(2), [Resize(3), Publish(3)]])
-             .name("import 42").then(ImportDone(42)).catch(AlertOps(42)).finally_(Cleanup(42))
-             .allow_failures().dispatch())
-    batch.id, batch.total, batch.pending, batch.failed, batch.progress, batch.cancelled
+             .name("import 42").before(Prepare(42)).progress(Tick(42)).then(ImportDone(42))
+             .catch(AlertOps(42)).finally_(Cleanup(42)).allow_failures().dispatch())
+    batch.id, batch.total, batch.pending, batch.failed, batch.progress, batch.failed_job_ids
 
-A list inside the list is a chain (its steps count one each). Callbacks are registered jobs
-(pushed once, with the batch available as ``self.batch()``) or functions registered with
-``@listener`` (called with the :class:`Batch` in a worker). ``then`` runs when every job has
-succeeded, ``catch`` at the first job that fails for good, ``finally_`` when every job has
-finished either way. Without ``allow_failures()`` the first failure cancels the batch: jobs
-still queued see ``self.batch().cancelled`` (or use the ``SkipIfBatchCancelled`` middleware).
-Counts live in the state store of the batch's connection (Redis or SQL).
+A list inside the list is a chain (its steps count one each); a batch inside a chain, at any
+depth, is a step that ends when its own jobs have. Callbacks are registered jobs (pushed, with
+the batch available as ``self.batch()``) or functions registered with ``@listener`` (called in a
+worker with the :class:`Batch`, and the failure as a :class:`~eventbus.FailedJobError` when they
+take a second argument). ``before`` runs at dispatch, in the dispatching process, once the batch
+is stored; ``progress`` after each job that succeeds (and each that fails, when failures are
+allowed); ``then`` when every job has succeeded; ``catch`` at the first job that fails for good;
+``finally_`` when every job has finished either way; ``allow_failures(callback)`` calls back at
+each failure. Without ``allow_failures()`` the first failure cancels the batch: jobs still
+queued see ``self.batch().cancelled`` (or use the ``SkipIfBatchCancelled`` middleware).
+
+Each outcome is recorded in one atomic step of the connection's batch store and each callback is
+pushed once, however workers die (:mod:`eventbus.batching.outcomes`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
-import uuid
 from collections.abc import Iterable, Sequence
 from typing import Any
 
 from eventbus import registry
-from eventbus.batch_store import CALLBACK_MARK, BatchStore, split_id
-from eventbus.chains import PendingChain, step_for
-from eventbus.dispatching import Destination, bulk_pushes, continue_chain_after, push_payload, push_steps
-from eventbus.errors import ConfigurationError, EventBusError
+from eventbus.batching.batch import Batch, all_batches, counted, find, member_steps
+from eventbus.batching.callbacks import callback_step, check_callback, run_before_callbacks
+from eventbus.batching.outcomes import complete
+from eventbus.batching.stores import repository
+from eventbus.dispatching import bulk_pushes, condition_holds, push_interceptors, push_steps
+from eventbus.errors import EventBusError
+from eventbus.event_bus import bus
+from eventbus.events import BatchDispatched
 from eventbus.middleware.pipeline import Next
-from eventbus.payload import Payload
+from eventbus.payload import new_uuid
 from eventbus.runtime import settings
 
-CALLBACKS = ("then", "catch", "finally")
+__all__ = ["Batch", "BatchPlan", "ChainedBatch", "PendingBatch", "SkipIfBatchCancelled", "all_batches", "batch",
+           "find", "prune"]
 
-
-@registry.serializable
-@dataclasses.dataclass(frozen=True)
-class Batch:
-    """A batch as it is now (re-read it with :meth:`fresh`)."""
-
-    id: str
-    connection: str
-    name: str
-    total: int
-    pending: int
-    failed: int
-    created_at: float
-    cancelled_at: float | None = None
-    finished_at: float | None = None
-
-    @property
-    def ref(self) -> str:
-        return f"{self.id}@{self.connection}"
-
-    @property
-    def processed(self) -> int:
-        """Jobs that have succeeded."""
-        return self.total - self.pending
-
-    @property
-    def progress(self) -> float:
-        """Percent of the jobs that have succeeded (0-100)."""
-        return 100.0 * self.processed / self.total if self.total else 100.0
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancelled_at is not None
-
-    @property
-    def finished(self) -> bool:
-        return self.finished_at is not None
-
-    def fresh(self) -> Batch:
-        found = find(self.ref)
-        if found is None:
-            raise EventBusError(f"batch {self.id} is gone (pruned or expired)")
-        return found
-
-    def cancel(self) -> None:
-        """Cancel the batch: queued jobs that check ``self.batch().cancelled`` stop early."""
-        BatchStore.of(self.connection).cancel(self.id)
-
-    def add(self, jobs: Iterable[Any]) -> list[str]:
-        """Add jobs to the batch (from one of its jobs, before it finishes); their uuids."""
-        description = BatchStore.of(self.connection).description(self.id) or {}
-        return add_jobs(self.ref, list(jobs), description.get("queue"), self.connection)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "processed": self.processed, "progress": self.progress,
-                "cancelled": self.cancelled, "finished": self.finished}
+Step = dict[str, Any]
+#: The callbacks a batch can have, in the order a definition lists them.
+CALLBACKS = ("before", "progress", "then", "catch", "finally", "failure")
 
 
 class PendingBatch:
-    """A batch being defined; :meth:`dispatch` pushes its jobs."""
+    """A batch being defined; :meth:`dispatch` stores it and pushes its jobs."""
 
     def __init__(self, jobs: Sequence[Any]) -> None:
         self.jobs = list(jobs)
@@ -104,8 +61,16 @@ class PendingBatch:
         self.queue: str | None = None
         self.connection: str | None = None
 
+    def before(self, *callbacks: Any) -> PendingBatch:
+        """At dispatch, once the batch is stored, before its jobs are pushed (run here, now)."""
+        return self._add("before", callbacks)
+
+    def progress(self, *callbacks: Any) -> PendingBatch:
+        """After each job that succeeds (and each that fails, when failures are allowed)."""
+        return self._add("progress", callbacks)
+
     def then(self, *callbacks: Any) -> PendingBatch:
-        """When every job has succeeded."""
+        """When every job has succeeded (not when the batch was cancelled)."""
         return self._add("then", callbacks)
 
     def catch(self, *callbacks: Any) -> PendingBatch:
@@ -126,10 +91,14 @@ class PendingBatch:
         self.label = label
         return self
 
-    def allow_failures(self, allow: bool = True) -> PendingBatch:
-        """Keep going after a failure instead of cancelling the batch."""
-        self.allows_failures = allow
-        return self
+    def allow_failures(self, allow: Any = True) -> PendingBatch:
+        """Keep going after a failure instead of cancelling the batch. Given callbacks (one, or
+        a list) instead of a bool, allow failures and call them back at each one."""
+        if isinstance(allow, bool):
+            self.allows_failures = allow
+            return self
+        self.allows_failures = True
+        return self._add("failure", allow if isinstance(allow, (list, tuple)) else [allow])
 
     def on_queue(self, queue: str) -> PendingBatch:
         self.queue = queue
@@ -139,39 +108,46 @@ class PendingBatch:
         self.connection = connection
         return self
 
-    def as_chain_step(self, continuation: list[dict[str, Any]], catch: list[dict[str, Any]],
-                      finally_: list[dict[str, Any]], queue: str | None,
-                      connection: str | None) -> ChainedBatch:
-        """This batch as a step of a chain: a job that dispatches it; ``continuation`` (the rest
-        of the chain) is pushed when the batch has finished without being cancelled; the
-        chain's ``catch``/``finally_`` jobs are pushed if it was."""
-        return ChainedBatch(self, continuation, catch, finally_, queue, connection)
+    def as_chain_step(self, continuation: list[Step], catch: list[Step], finally_: list[Step],
+                      queue: str | None, connection: str | None) -> ChainedBatch:
+        """This batch as a step of a chain: a job that dispatches it. ``continuation`` (the rest of
+        the chain) is pushed when the batch has finished without being cancelled; the chain's
+        ``catch``/``finally_`` jobs are pushed if it was."""
+        return ChainedBatch(self.plan(queue, connection, continue_chain=continuation, chain_catch=catch,
+                                      chain_finally=finally_))
+
+    def plan(self, queue: str | None = None, connection: str | None = None, **extra: Any) -> BatchPlan:
+        """The batch made ready: its id, and its jobs and callbacks as ready-made payloads."""
+        connection = self.connection or connection or settings().default
+        queue = self.queue or queue
+        batch_id = new_uuid()
+        ref = f"{batch_id}@{connection}"
+        description = {
+            "id": batch_id, "name": self.label, "queue": queue, "connection": connection,
+            "allow_failures": self.allows_failures,
+            "callbacks": {kind: [callback_step(c, ref, queue, connection, kind) for c in items]
+                          for kind, items in self.callbacks.items() if items},
+            **extra,
+        }
+        return BatchPlan(batch_id, connection, description, member_steps(self.jobs, ref, queue, connection),
+                         counted(self.jobs))
 
     def dispatch(self) -> Batch:
-        """Store the batch, then push its jobs (counted first, so none can finish it early)."""
-        return self.dispatch_with({})
+        """Store the batch, run its ``before`` callbacks, push its jobs, emit ``BatchDispatched``."""
+        for fake in push_interceptors:
+            record = getattr(fake, "record_batch", None)
+            if callable(record):
+                found: Batch = record(self)
+                return found
+        return self.plan().dispatch()
 
-    def dispatch_with(self, extra: dict[str, Any]) -> Batch:
-        """Dispatch with more in the batch's description (a chain's continuation)."""
-        connection = self.connection or settings().default
-        batch_id = str(uuid.uuid4())
-        ref = f"{batch_id}@{connection}"
-        store = BatchStore.of(connection)
-        store.create(batch_id, {
-            "id": batch_id, "name": self.label, "created_at": time.time(), "queue": self.queue,
-            "connection": connection, "allow_failures": self.allows_failures,
-            "callbacks": {kind: [callback_step(c, ref, self.queue, connection) for c in items]
-                          for kind, items in self.callbacks.items()},
-            **extra,
-        })
-        if not self.jobs:
-            store.add_jobs(batch_id, 0)
-            settle_empty(ref)
-        else:
-            add_jobs(ref, self.jobs, self.queue, connection)
-        found = find(ref)
-        assert found is not None
-        return found
+    def dispatch_if(self, condition: Any) -> Batch | None:
+        """:meth:`dispatch` when ``condition`` is true (a callable is called first); else None."""
+        return self.dispatch() if condition_holds(condition) else None
+
+    def dispatch_unless(self, condition: Any) -> Batch | None:
+        """:meth:`dispatch` unless ``condition`` is true (a callable is called first)."""
+        return None if condition_holds(condition) else self.dispatch()
 
 
 def batch(jobs: Sequence[Any]) -> PendingBatch:
@@ -179,143 +155,96 @@ def batch(jobs: Sequence[Any]) -> PendingBatch:
     return PendingBatch(jobs)
 
 
-def add_jobs(ref: str, jobs: list[Any], queue: str | None, connection: str) -> list[str]:
-    """Count, then push, jobs (a list inside is a chain) into the batch ``ref``."""
-    batch_id, _ = split_id(ref)
-    steps = sum(len(job) if isinstance(job, (list, tuple)) else 1 for job in jobs)
-    BatchStore.of(connection).add_jobs(batch_id, steps)
-    uuids = []
-    with bulk_pushes():
-        for job in jobs:
-            if isinstance(job, (list, tuple)):
-                first, payload, destination = PendingChain(job).first_payload(queue, connection, batch_id=ref)
-            else:
-                step = step_for(job, queue, connection, batch_id=ref)
-                payload = _payload(step)
-                destination = Destination(**step["destination"])
-            uuids.append(push_payload(payload, destination))
-    return uuids
+@dataclasses.dataclass(frozen=True)
+class BatchPlan:
+    """A batch ready to be stored and pushed: everything in it is JSON, so a chain step can
+    carry it (:class:`ChainedBatch`) and dispatching it twice dispatches it once."""
+
+    id: str
+    connection: str
+    description: dict[str, Any]
+    members: list[Step]
+    #: The jobs it counts: each step of a chain counts one.
+    count: int
+
+    @property
+    def ref(self) -> str:
+        return f"{self.id}@{self.connection}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    def dispatch(self, parent: dict[str, Any] | None = None) -> Batch:
+        """Store the batch, run ``before``, push the jobs, emit ``BatchDispatched``.
+
+        A push that fails deletes the batch again and raises (Laravel's order). Dispatching a
+        plan stored already (a chain step whose job runs again after its worker died) pushes the
+        same jobs under the same uuids, and neither runs ``before`` nor deletes anything."""
+        store = repository(self.connection)
+        stored = store.find(self.id) is not None
+        description = {**self.description, "created_at": time.time(), **({"parent": parent} if parent else {})}
+        due = store.create(self.id, description, self.count, owner=self.id)
+        if not stored:
+            run_before_callbacks(self.description.get("callbacks", {}).get("before", []))
+        try:
+            with bulk_pushes():
+                push_steps(self.members)
+        except BaseException:
+            if not stored:
+                store.delete(self.id)
+            raise
+        complete(store, self.id, due, push_steps)  # an empty batch: finished already
+        found = find(self.ref)
+        if found is None:
+            raise EventBusError(f"batch {self.id} vanished while it was dispatched")
+        bus.emit(BatchDispatched(found))
+        return found
 
 
-def _payload(step: dict[str, Any]) -> Payload:
-    return Payload.from_dict(step["payload"])
+def prune(older_than_s: float | None = None, connection: str | None = None, *,
+          unfinished_older_than_s: float | None = None, cancelled_older_than_s: float | None = None) -> int:
+    """Remove batches; how many (``eventbus prune-batches``, Laravel's ``queue:prune-batches``).
 
-
-def settle_empty(ref: str) -> None:
-    """An empty batch is finished at once: ``then`` and ``finally`` run."""
-    batch_id, connection = split_id(ref)
-    store = BatchStore.of(connection)
-    description = store.description(batch_id) or {}
-    store.state.add(store.key(batch_id, "finished_at"), repr(time.time()))
-    for kind in ("then", "finally"):
-        if store.state.add(store.key(batch_id, "fired", kind), "1"):
-            push_steps(description.get("callbacks", {}).get(kind, []))
-    continue_chain_after(store, batch_id, description)
-
-
-def find(ref: str) -> Batch | None:
-    """The batch ``id@connection`` (or ``id`` on the default connection), or None."""
-    batch_id, connection = split_id(ref)
-    connection = connection or settings().default
-    store = BatchStore.of(connection)
-    description = store.description(batch_id)
-    if description is None:
-        return None
-    counts = store.counts(batch_id)
-    return Batch(id=batch_id, connection=connection, name=description.get("name", ""),
-                 total=counts.total, pending=counts.pending, failed=counts.failed,
-                 created_at=float(description.get("created_at", 0.0)),
-                 cancelled_at=store.stamp(batch_id, "cancelled_at"),
-                 finished_at=store.stamp(batch_id, "finished_at"))
-
-
-def all_batches(connection: str | None = None) -> list[Batch]:
-    """The batches of a connection, newest first."""
-    connection = connection or settings().default
-    found = (find(f"{batch_id}@{connection}") for batch_id in BatchStore.of(connection).ids())
-    return [b for b in found if b is not None]
-
-
-def prune(older_than_s: float, connection: str | None = None) -> int:
-    """Remove finished (or cancelled) batches older than ``older_than_s`` seconds; how many."""
-    cutoff = time.time() - older_than_s
+    ``older_than_s``: finished batches that finished longer ago than that;
+    ``unfinished_older_than_s``: batches still unfinished, created longer ago;
+    ``cancelled_older_than_s``: cancelled batches, created longer ago."""
+    now = time.time()
     removed = 0
     for found in all_batches(connection):
-        ended = found.finished_at or found.cancelled_at
-        if ended is not None and ended <= cutoff:
-            BatchStore.of(found.connection).forget(found.id)
-            removed += 1
+        if (older_than_s is not None and found.finished_at is not None and found.finished_at <= now - older_than_s) \
+                or (unfinished_older_than_s is not None and found.finished_at is None
+                    and found.created_at <= now - unfinished_older_than_s) \
+                or (cancelled_older_than_s is not None and found.cancelled_at is not None
+                    and found.created_at <= now - cancelled_older_than_s):
+            removed += repository(found.connection).delete(found.id)
     return removed
-
-
-# -- callbacks ------------------------------------------------------------------------------
-
-def check_callback(callback: Any) -> None:
-    """A callback is a registered job instance or a function registered with ``@listener``."""
-    if isinstance(callback, type) or not callable(callback) and not registry.is_registered(
-            registry.dotted_name(type(callback))):
-        raise ConfigurationError(f"a batch callback must be a job instance or a @listener function, "
-                                 f"not {callback!r}")
-    if callable(callback) and not hasattr(callback, "handle"):
-        registry.resolve_listener(registry.dotted_name(callback))  # refuses unregistered functions
-
-
-def callback_step(callback: Any, ref: str, queue: str | None, connection: str) -> dict[str, Any]:
-    """A callback as a ready-made job that can read its batch but is not counted in it."""
-    job = callback if hasattr(callback, "handle") else CallBatchCallback(registry.dotted_name(callback))
-    return step_for(job, queue, connection, batch_id=ref + CALLBACK_MARK)
-
-
-@registry.serializable
-class CallBatchCallback:
-    """Calls a ``@listener`` function with the batch, in a worker."""
-
-    _queue_job: Any = None
-
-    def __init__(self, listener: str) -> None:
-        self.listener = listener
-        self.display_name = f"{listener} (batch callback)"
-
-    def handle(self) -> None:
-        entry = registry.resolve_listener(self.listener)
-        if isinstance(entry.target, type) or entry.method:
-            raise EventBusError(f"batch callback {self.listener} must be a function")
-        ref = self._queue_job.payload().batch_id if self._queue_job is not None else None
-        entry.target(find(ref) if ref else None)
 
 
 @registry.serializable
 class ChainedBatch:
     """A chain step that dispatches a batch; the chain goes on when the batch has finished.
 
-    Its state is the batch's definition (jobs and callbacks as tagged JSON, like any job's) and
-    the rest of the chain as ready-made payloads.
+    Its state is the batch made ready (:class:`BatchPlan`, plain JSON at any depth of nesting),
+    with the rest of the chain in its description. Inside an outer batch, this step's own
+    outcome there is the inner batch's: recorded when the inner batch finishes, not when this
+    job has dispatched it.
     """
 
     _queue_job: Any = None
     continues_chain = True  # the chain goes on from its batch, not from this job
 
-    def __init__(self, pending: PendingBatch, continuation: list[dict[str, Any]],
-                 catch: list[dict[str, Any]], finally_: list[dict[str, Any]], queue: str | None,
-                 connection: str | None) -> None:
-        self.jobs = pending.jobs
-        self.callbacks = pending.callbacks
-        self.label = pending.label
-        self.allows_failures = pending.allows_failures
-        self.batch_queue = pending.queue or queue
-        self.batch_connection = pending.connection or connection
-        self.continuation = continuation
-        self.chain_catch = catch
-        self.chain_finally = finally_
-        self.display_name = f"batch {pending.label or ''} (chain step)".replace("  ", " ")
+    def __init__(self, plan: BatchPlan) -> None:
+        self.plan = plan.to_dict()
+        label = plan.description.get("name") or ""
+        self.display_name = f"batch {label} (chain step)".replace("  ", " ")
 
     def handle(self) -> None:
-        pending = PendingBatch(self.jobs)
-        pending.callbacks, pending.label = self.callbacks, self.label
-        pending.allows_failures, pending.queue = self.allows_failures, self.batch_queue
-        pending.connection = self.batch_connection
-        pending.dispatch_with({"continue_chain": self.continuation, "chain_catch": self.chain_catch,
-                               "chain_finally": self.chain_finally})
+        plan = BatchPlan(**self.plan)
+        payload = self._queue_job.payload() if self._queue_job is not None else None
+        parent = None
+        if payload is not None and payload.batch_id:
+            parent = {"ref": payload.batch_id, "uuid": payload.uuid}
+        plan.dispatch(parent)
 
 
 class SkipIfBatchCancelled:

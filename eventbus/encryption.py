@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from eventbus.errors import ConfigurationError, DeserializationError, MissingDependencyError
@@ -39,11 +40,17 @@ def is_sealed(command: Any) -> bool:
     return isinstance(command, dict) and len(command) == 1 and MARKER in command
 
 
-def unseal(command: dict[str, Any], key: str | None) -> dict[str, Any]:
-    from cryptography.fernet import InvalidToken
+def unseal(command: dict[str, Any], keys: str | Sequence[str] | None) -> dict[str, Any]:
+    """The command ``seal`` encrypted, with the key (or any of the keys: the current one and
+    those of earlier rotations) that sealed it."""
+    from cryptography.fernet import InvalidToken, MultiFernet
 
+    candidates = [keys] if isinstance(keys, str) or keys is None else list(keys)
+    fernet = MultiFernet([_fernet(key) for key in candidates]) if len(candidates) > 1 else _fernet(
+        candidates[0] if candidates else None)
     try:
-        data: dict[str, Any] = json.loads(_fernet(key).decrypt(command[MARKER].encode("ascii")))
+        data: dict[str, Any] = json.loads(fernet.decrypt(command[MARKER].encode("ascii")))
     except (InvalidToken, ValueError, RecursionError) as exc:
-        raise DeserializationError("cannot decrypt the job: wrong EVENTBUS_KEY or a damaged payload") from exc
+        raise DeserializationError("cannot decrypt the job: wrong EVENTBUS_KEY (and no matching "
+                                   "EVENTBUS_PREVIOUS_KEYS) or a damaged payload") from exc
     return data

@@ -6,6 +6,7 @@
     ├── ConfigurationError          bad or unknown connection, driver, URL or setting (CLI exit 2)
     │   └── MissingDependencyError  a driver needs an extra that is not installed
     ├── ConnectionUnavailableError  a server (Redis, database, SMTP) cannot be reached (CLI exit 1)
+    │   └── NotReplicatedError      a push reached the master but not enough replicas in time
     ├── SerializationError          a value cannot be written as tagged JSON (names the field)
     ├── DeserializationError        a payload cannot be read back
     │   └── UnsafePayloadError      a payload names a class or handler that is not allowed
@@ -13,6 +14,7 @@
     ├── JobTimeoutError             an attempt ran past its timeout
     ├── MaxAttemptsExceededError    a job was attempted too many times (or past retry_until)
     ├── ManuallyFailedError         a job called ``self.fail()`` without an exception
+    ├── FailedJobError              a job's failure as another process sees it (a batch's ``catch``)
     └── WorkerConfigurationError    a worker whose options would run jobs twice
         (subclass of ConfigurationError)
 
@@ -55,6 +57,12 @@ class ConnectionUnavailableError(EventBusError):
     """A server could not be reached. The message names it, without any password."""
 
 
+class NotReplicatedError(ConnectionUnavailableError):
+    """A push reached the Redis master, but fewer replicas than the connection's ``wait_replicas``
+    acknowledged it within ``wait_timeout``: the job is queued, and a failover now could lose it.
+    ``job_uuid`` names it; pushing it again is safe (it is queued once) but proves nothing more."""
+
+
 class SerializationError(EventBusError):
     """A value cannot be encoded as tagged JSON. ``path`` names the field, e.g. ``order.items[2]``."""
 
@@ -87,16 +95,34 @@ class ManuallyFailedError(EventBusError):
     """Raised into ``failed()`` when a job called ``self.fail()`` with no exception of its own."""
 
 
+class FailedJobError(EventBusError):
+    """A job's failure as another process sees it: the exception itself stayed in the worker
+    that ran the job, its ``Type: message`` line travelled. A batch's ``catch`` (and
+    ``allow_failures``/``progress``) function callbacks receive one. ``type_name`` is the
+    original's type as the failed store writes it (``ValueError``, ``shop.errors.Declined``),
+    ``str(exc)`` its message, ``description`` all that travelled.
+    """
+
+    def __init__(self, description: str, *, job_uuid: str | None = None) -> None:
+        line = description.split("\n", 1)[0]
+        head, sep, message = line.partition(": ")
+        self.type_name = head if sep else line
+        super().__init__(message if sep else "", job_uuid=job_uuid)
+        self.description = description
+
+
 __all__ = [
     "ConfigurationError",
     "ConnectionUnavailableError",
     "DeserializationError",
     "EventBusError",
+    "FailedJobError",
     "JobTimeoutError",
     "ManuallyFailedError",
     "MaxAttemptsExceededError",
     "MissingDependencyError",
     "ModelNotFoundError",
+    "NotReplicatedError",
     "SerializationError",
     "UnsafePayloadError",
     "WorkerConfigurationError",

@@ -235,10 +235,6 @@ def emit_until(event: Any, *payload: Any) -> Any:
     return bus.emit_until(event, *payload)
 
 
-async def aemit(event: Any, *payload: Any) -> list[Any]:
-    return await bus.aemit(event, *payload)
-
-
 def listen(event: EventKey, listener: Listener) -> Registration:
     return bus.listen(event, listener)
 

@@ -8,7 +8,8 @@ listener. Queue events are emitted through the same bus as application events: l
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any, Protocol
 
 from eventbus import registry
 
@@ -44,6 +45,49 @@ class JobNotQueuedAsDuplicate(Event):
     display_name: str
     unique_key: str
     held_by: str | None = None
+
+
+class BatchView(Protocol):
+    """What :class:`BatchDispatched` tells of its batch: an :class:`eventbus.Batch` (a protocol
+    here, because the batch is built from the dispatching side, which emits these events)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def connection(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def total(self) -> int: ...
+    @property
+    def pending(self) -> int: ...
+    @property
+    def failed(self) -> int: ...
+    @property
+    def ref(self) -> str: ...
+    @property
+    def cancelled(self) -> bool: ...
+    @property
+    def finished(self) -> bool: ...
+
+    def cancel(self) -> None: ...
+    def add(self, jobs: Iterable[Any]) -> list[str]: ...
+    def to_dict(self) -> dict[str, Any]: ...
+
+
+@dataclasses.dataclass
+class BatchDispatched(Event):
+    """A batch was stored and its jobs pushed (Laravel's ``BatchDispatched``)."""
+
+    batch: BatchView
+
+
+@dataclasses.dataclass
+class JobDebounced(Event):
+    """A debounced job was deleted without running: a later dispatch of it superseded it."""
+
+    connection_name: str
+    job: QueueJob
 
 
 @dataclasses.dataclass
@@ -113,3 +157,27 @@ class QueueBusy(Event):
     queue: str
     size: int
     threshold: int = 0
+
+
+@dataclasses.dataclass
+class LongWaitDetected(Event):
+    """The oldest ready job of a queue has waited ``wait_s`` seconds, longer than the ``limit_s``
+    of ``configure(waits=...)`` or ``eventbus monitor --max-wait`` (Horizon's event of the name)."""
+
+    connection_name: str
+    queue: str
+    wait_s: float
+    limit_s: float = 0.0
+
+
+@dataclasses.dataclass
+class JobFailedAlert(Event):
+    """A job of class ``job`` failed for good, the first of its class on its connection within
+    ``alert_cooldown`` seconds (sent to ``configure(alerts=...)`` by the worker that failed it).
+    ``exception`` is the ``Type: message`` line; the failed job store holds the rest."""
+
+    connection_name: str
+    queue: str
+    job: str
+    uuid: str
+    exception: str = ""

@@ -13,7 +13,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from eventbus.errors import DeserializationError, SerializationError
@@ -87,6 +87,10 @@ MAX_COUNT = 2**31 - 2
 MAX_HEADERS = 32
 MAX_HEADER_NAME = 128
 MAX_HEADER_VALUE = 4096
+#: Bounds for the ``tags`` list: what the listings, the tag indexes and a database column can
+#: hold (191 characters fit an indexed utf8mb4 column on MySQL).
+MAX_TAGS = 32
+MAX_TAG_LENGTH = 191
 
 
 def _refuse_constant(name: str) -> Any:
@@ -102,8 +106,15 @@ def parse_document(text: str | bytes) -> dict[str, Any]:
     """Parse a payload body as a JSON object, or raise :class:`DeserializationError`.
 
     Refuses what ``json.loads`` would otherwise accept or crash on: ``NaN``/``Infinity``, bytes
-    that are not UTF-8, and nesting deep enough to exhaust the interpreter's stack.
+    that are not UTF-8 (drivers hand them over as lone surrogates, ``surrogateescape``, so that
+    the failed record keeps them byte for byte), and nesting deep enough to exhaust the
+    interpreter's stack.
     """
+    if isinstance(text, str) and not text.isascii():
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise DeserializationError(f"payload is not UTF-8 (at character {exc.start})") from None
     try:
         if isinstance(text, str):
             # The C scanner alone, as ``decode`` calls it: a payload this library wrote has no
@@ -219,6 +230,18 @@ class _Envelope:
                 raise self._refuse("headers", {name: text}, "text names and text values")
         return dict(value)
 
+    def tags(self) -> tuple[str, ...]:
+        """The ``tags`` list: at most 32 non-empty texts of up to 191 characters."""
+        value = self.doc.get("tags")
+        if value is None:
+            return ()
+        if not isinstance(value, list) or len(value) > MAX_TAGS:
+            raise self._refuse("tags", value, f"a list of at most {MAX_TAGS} texts")
+        for tag in value:
+            if not isinstance(tag, str) or not tag or len(tag) > MAX_TAG_LENGTH:
+                raise self._refuse("tags", tag, f"non-empty text of at most {MAX_TAG_LENGTH} characters")
+        return tuple(value)
+
     def backoff(self) -> list[float] | None:
         value = self.doc.get("backoff")
         if value is None:
@@ -264,11 +287,15 @@ class Payload:
     signature: str | None = None
     #: Text metadata that travels with the job (W3C ``traceparent`` when tracing is on).
     headers: Mapping[str, str] = dataclasses.field(default_factory=lambda: NO_HEADERS)
+    #: Labels to find the job by (``eventbus jobs --tag``): its own ``tags()`` and one
+    #: ``Class:key`` per model it carries (see :mod:`eventbus.dispatching.tags`).
+    tags: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         """Step lists given as lists (a hand-built payload) become tuples, as a parsed one's
-        are, so that the two compare equal. (``checked`` skips this: its callers pass tuples.)"""
-        for name in ("chained", "chain_catch", "chain_finally"):
+        are, so that the two compare equal. (``checked`` skips this: its callers pass tuples;
+        :meth:`replace` makes tuples of the lists it is given.)"""
+        for name in ("chained", "chain_catch", "chain_finally", "tags"):
             if not isinstance(getattr(self, name), tuple):
                 object.__setattr__(self, name, tuple(getattr(self, name)))
 
@@ -301,6 +328,8 @@ class Payload:
             doc["chainFinally"] = list(self.chain_finally)
         if self.headers:
             doc["headers"] = dict(self.headers)
+        if self.tags:
+            doc["tags"] = list(self.tags)
         if self.signature is not None:
             doc["signature"] = self.signature
         return doc
@@ -355,8 +384,7 @@ class Payload:
             attempts = 0 if attempts is None else fields.count_of("attempts", attempts)
         if type(pushed_at) is not float or not -MAX_TIMESTAMP <= pushed_at <= MAX_TIMESTAMP:
             pushed_at = 0.0 if pushed_at is None else fields.timestamp_of("pushedAt", pushed_at)
-        payload = object.__new__(cls)
-        payload.__dict__.update(
+        return cls._assemble(dict(
             display_name=display_name,
             command_name=command_name,
             command=command,
@@ -377,35 +405,65 @@ class Payload:
             chain_finally=() if get("chainFinally") is None else fields.steps("chainFinally"),
             signature=None if signature is None else fields.text("signature", signature),
             headers=NO_HEADERS if get("headers") is None else fields.headers(),
-        )
-        return payload
+            tags=() if get("tags") is None else fields.tags(),
+        ), None)
 
     @classmethod
-    def checked(cls, **fields: Any) -> Payload:
-        """A payload from every one of its fields, already checked by the caller.
+    def checked(cls, *, key: str | None = None, **fields: Any) -> Payload:
+        """A payload from every one of its fields, already checked by the caller, and signed
+        with ``key`` when there is one (then ``signature`` is the new one, whatever was given).
 
-        The frozen dataclass's ``__init__`` sets each of the 20 fields through
-        ``object.__setattr__``, a third of the cost of building a payload; every dispatched job
-        builds one, from all of its fields, so that path skips it (:meth:`from_dict`, for every
-        processed job, fills the fields the same way; a test checks it sets each of them).
+        Every dispatched job builds one from all of its fields: this path skips the dataclass's
+        ``__init__`` (see :meth:`_assemble`); a test checks it sets each of them.
         """
         if fields.keys() != _FIELD_NAMES:
             missing, unknown = _FIELD_NAMES - fields.keys(), fields.keys() - _FIELD_NAMES
             raise TypeError(f"Payload.checked() needs every field and no other; missing "
                             f"{sorted(missing)}, unknown {sorted(unknown)}")
+        return cls._assemble(fields, key)
+
+    def replace(self, *, key: str | None = None, **changes: Any) -> Payload:
+        """This payload with ``changes``, signed again with ``key`` (without one: unsigned).
+
+        The one way to change a payload. Its signature covers every field but the attempts, so
+        a changed payload never keeps the old one: it gets a new one, or none. (``signature``
+        among ``changes`` sets one as given, for a test that forges one.)
+        """
+        if not changes.keys() <= _FIELD_NAMES:
+            raise TypeError(f"Payload has no field {sorted(changes.keys() - _FIELD_NAMES)[0]!r}")
+        fields = {**self.__dict__, "signature": None, **changes}
+        for name in _STEP_FIELDS.intersection(changes):
+            if not isinstance(fields[name], tuple):
+                fields[name] = tuple(fields[name])
+        return type(self)._assemble(fields, key)
+
+    def signed(self, key: str) -> Payload:
+        """This payload signed with ``key`` (:meth:`replace` with no change)."""
+        return self.replace(key=key)
+
+    @classmethod
+    def _assemble(cls, fields: dict[str, Any], key: str | None) -> Payload:
+        """The payload of ``fields`` (every field, checked), signed with ``key`` when given.
+
+        The one place a payload is filled without the frozen dataclass's ``__init__``, which
+        sets each of the 20 fields through ``object.__setattr__``: a third of the cost of
+        building one, on every dispatch (:meth:`checked`), every processed job
+        (:meth:`from_dict`) and every change (:meth:`replace`).
+        """
         payload = object.__new__(cls)
         payload.__dict__.update(fields)
+        if key:
+            payload.__dict__["signature"] = sign(payload.to_dict(), key)
         return payload
 
     @classmethod
     def from_json(cls, text: str | bytes) -> Payload:
         return cls.from_dict(parse_document(text))
 
-    def signed(self, key: str) -> Payload:
-        return dataclasses.replace(self, signature=sign(self.to_dict(), key))
-
 
 _FIELD_NAMES = frozenset(field.name for field in dataclasses.fields(Payload))
+#: The fields that hold sequences (chain steps, tags): tuples in a payload, whatever a caller passes.
+_STEP_FIELDS = frozenset({"chained", "chain_catch", "chain_finally", "tags"})
 
 
 def _signing_text(doc: dict[str, Any]) -> bytes:
@@ -418,16 +476,20 @@ def sign(doc: dict[str, Any], key: str) -> str:
     return hmac.new(key.encode(), _signing_text(doc), hashlib.sha256).hexdigest()
 
 
-def verify(doc: dict[str, Any], key: str) -> bool:
-    """Whether ``doc`` carries a valid signature; reads nothing else of it first."""
+def verify(doc: dict[str, Any], keys: str | Iterable[str]) -> bool:
+    """Whether ``doc`` carries a valid signature made with ``keys`` (one key, or the current
+    key and the previous ones of a rotation); reads nothing else of it first."""
     given = doc.get("signature")
     if not isinstance(given, str):
         return False
     try:
-        expected = sign(doc, key)
+        text = _signing_text(doc)
     except (TypeError, ValueError, RecursionError):  # not canonical JSON: cannot be ours
         return False
-    return hmac.compare_digest(given, expected)
+    for key in (keys,) if isinstance(keys, str) else keys:
+        if hmac.compare_digest(given, hmac.new(key.encode(), text, hashlib.sha256).hexdigest()):
+            return True
+    return False
 
 
 def _document_or_none(raw: str) -> dict[str, Any] | None:
@@ -440,11 +502,34 @@ def _document_or_none(raw: str) -> dict[str, Any] | None:
     return doc if isinstance(doc, dict) else None
 
 
+MAX_UUID = 64
+
+
+def without_surrogates(text: str) -> str:
+    """``text`` as UTF-8 can encode it: bytes that were not UTF-8 (kept as lone surrogates by
+    ``surrogateescape``) become ``\\xNN``, any other lone surrogate ``\\udNNN``."""
+    if text.isascii():
+        return text
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate no byte made (a JSON escape)
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def text_id(value: Any) -> str | None:
+    """``value`` as an id every store can keep and every log can print (at most 64
+    characters, :func:`without_surrogates`), or None."""
+    if not isinstance(value, str) or not value:
+        return None
+    value = without_surrogates(value)
+    return value if len(value) <= MAX_UUID else None
+
+
 def uuid_of(raw: str) -> str | None:
-    """The uuid a raw payload claims, or None when it is not a JSON object with a text uuid."""
+    """The uuid a raw payload claims (see :func:`text_id`), or None when it is not a JSON object
+    with a text uuid."""
     doc = _document_or_none(raw)
-    value = doc.get("uuid") if doc is not None else None
-    return value if isinstance(value, str) and value and len(value) <= 64 else None
+    return text_id(doc.get("uuid")) if doc is not None else None
 
 
 def attempts_of(raw: str) -> int:

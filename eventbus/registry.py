@@ -13,7 +13,7 @@ Three tables, kept apart so that no payload can reach a callable through a data 
   ``enum`` and ``pydantic`` tags additionally require an Enum or a pydantic model.
 - **listeners** — ``@listener`` functions and classes, each with the one method a queued call
   may run (``handle`` for a class). Only :class:`listeners.CallQueuedListener` looks here.
-- **handlers** — objects registered with ``eventbus.register_handler(name, handler)``.
+- **handlers** — objects registered with ``eventbus.ext.register_handler(name, handler)``.
 """
 
 from __future__ import annotations
@@ -21,11 +21,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import importlib
-import threading
 from collections.abc import Callable, Iterable
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from eventbus.errors import UnsafePayloadError
+from eventbus.runtime import registries
+from eventbus.runtime import trust as trust  # ``registry.trust`` predates the runtime's
 
 T = TypeVar("T")
 
@@ -37,12 +38,6 @@ class ListenerEntry:
     target: Any
     method: str
 
-
-_types: dict[str, type] = {}
-_listeners: dict[str, ListenerEntry] = {}
-_handlers: dict[str, Any] = {}
-_trusted: list[str] = ["listeners", "notifications"]
-_lock = threading.Lock()
 
 APP_HINT = ("start the worker with --app YOUR_APP_MODULE (or set EVENTBUS_APP) so it imports the "
             "module that defines it")
@@ -58,8 +53,9 @@ def register(cls: T, name: str | None = None) -> T:
     if not isinstance(cls, type):
         raise TypeError(f"only classes are registered as payload types, not {cls!r} "
                         "(listeners use @listener, handlers register_handler)")
-    with _lock:
-        _types[name or dotted_name(cls)] = cls
+    tables = registries()
+    with tables.lock:
+        tables.types[name or dotted_name(cls)] = cls
     return cls
 
 
@@ -72,42 +68,36 @@ def register_listener(target: Any, method: str, name: str | None = None) -> None
     """Let a queued call run ``target`` (a function, ``method=""``) or ``target().method``."""
     if method.startswith("_"):
         raise ValueError(f"a queued listener method cannot be private: {method!r}")
-    with _lock:
-        _listeners[name or dotted_name(target)] = ListenerEntry(target, method)
+    tables = registries()
+    with tables.lock:
+        tables.listeners[name or dotted_name(target)] = ListenerEntry(target, method)
 
 
 def register_handler_object(name: str, handler: Any) -> None:
-    with _lock:
-        _handlers[name] = handler
+    tables = registries()
+    with tables.lock:
+        tables.handlers[name] = handler
 
 
 def is_registered(name: str) -> bool:
     """Whether ``name`` is a registered payload type."""
-    return name in _types
+    return name in registries().types
 
 
 def is_handler(name: str) -> bool:
-    return name in _handlers
+    return name in registries().handlers
 
 
 def handler(name: str) -> Any:
-    return _handlers[name]
-
-
-def trust(*prefixes: str) -> None:
-    """Allow lazy imports of modules under these package prefixes while decoding."""
-    with _lock:
-        for prefix in prefixes:
-            if prefix and prefix not in _trusted:
-                _trusted.append(prefix)
+    return registries().handlers[name]
 
 
 def trusted_prefixes() -> tuple[str, ...]:
-    return tuple(_trusted)
+    return tuple(registries().trusted)
 
 
 def _is_trusted_module(module: str) -> bool:
-    return any(module == p or module.startswith(p + ".") for p in _trusted)
+    return any(module == p or module.startswith(p + ".") for p in registries().trusted)
 
 
 def _is_plain_data_type(obj: Any) -> bool:
@@ -150,7 +140,7 @@ def _refusal(name: str, what: str) -> UnsafePayloadError:
     return UnsafePayloadError(
         f"refusing to load {name!r}: it is not a registered {what} (subclass eventbus.Job or "
         f"eventbus.Event, or decorate it with @eventbus.serializable) and not in a trusted module "
-        f"({', '.join(_trusted)}); if it is your app's, {APP_HINT}")
+        f"({', '.join(registries().trusted)}); if it is your app's, {APP_HINT}")
 
 
 def resolve(name: str, *, accept: Callable[[type], bool] | None = None) -> type:
@@ -159,12 +149,13 @@ def resolve(name: str, *, accept: Callable[[type], bool] | None = None) -> type:
     A class found in a trusted module is accepted when it is a plain data type, or when
     ``accept(cls)`` says so (the serializer accepts classes it has a model adapter for).
     """
-    found = _types.get(name)
+    types = registries().types
+    found = types.get(name)
     if found is not None:
         return found
     obj = _import_trusted(name)
-    if name in _types:
-        return _types[name]
+    if name in types:
+        return types[name]
     if isinstance(obj, type) and (_is_plain_data_type(obj) or (accept is not None and accept(obj))):
         return register(obj, name)
     raise _refusal(name, "payload type")
@@ -186,11 +177,12 @@ def resolve_pydantic(name: str) -> Any:
 
 def resolve_listener(name: str) -> ListenerEntry:
     """The ``@listener`` registered as ``name`` (its module imported if trusted), or a refusal."""
-    found = _listeners.get(name)
+    listeners = registries().listeners
+    found = listeners.get(name)
     if found is None:
         _import_trusted(name)
-        found = _listeners.get(name)
+        found = listeners.get(name)
     if found is None:
         raise UnsafePayloadError(f"refusing to call {name!r}: it is not registered with @listener; "
                                  f"if it is your app's, {APP_HINT}")
-    return found
+    return cast(ListenerEntry, found)

@@ -28,15 +28,15 @@ import decimal
 import enum
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
-from eventbus import registry
+from eventbus import registry, runtime
 from eventbus.errors import DeserializationError, ModelNotFoundError, SerializationError
 
 TAG = "__t__"
 
 # Attributes that belong to a running job, never to its serialized state.
-RUNTIME_ATTRIBUTES = frozenset({"_queue_job", "_chained", "_dispatch_options"})
+RUNTIME_ATTRIBUTES = frozenset({"_queue_job", "_chained", "_dispatch_options", "_fake_batch"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,9 +45,6 @@ class ModelAdapter:
 
     key: Callable[[Any], Any]
     load: Callable[[type, Any], Any]
-
-
-_adapters: dict[type, ModelAdapter] = {}
 
 
 def register_model(
@@ -59,11 +56,12 @@ def register_model(
     ``None`` when it is gone, which fails the job with :class:`ModelNotFoundError`.
     """
     registry.register(cls)
-    _adapters[cls] = ModelAdapter(key=key, load=load)
+    tables = runtime.registries()
+    with tables.lock:
+        tables.model_adapters[cls] = ModelAdapter(key=key, load=load)
 
 
 ModelResolver = Callable[[type], "ModelAdapter | None"]
-_resolvers: list[ModelResolver] = []
 
 
 def register_model_resolver(resolver: ModelResolver) -> ModelResolver:
@@ -72,24 +70,27 @@ def register_model_resolver(resolver: ModelResolver) -> ModelResolver:
     ``resolver(cls)`` returns a :class:`ModelAdapter` for a class it knows (every SQLAlchemy
     mapped class, every Django model) or None. Explicitly registered models win.
     """
-    _resolvers.append(resolver)
-    _resolved.clear()
+    tables = runtime.registries()
+    with tables.lock:
+        tables.model_resolvers.append(resolver)
+        tables.resolved_models.clear()
     return resolver
-
-
-_resolved: dict[type, ModelAdapter | None] = {}
 
 
 def adapter_for(cls: type) -> ModelAdapter | None:
     """The model adapter for ``cls`` or its nearest registered base class, else a resolver's."""
+    tables = runtime.registries()
+    adapters = tables.model_adapters
     for klass in cls.__mro__:
-        if klass in _adapters:
-            return _adapters[klass]
-    if not _resolvers:
+        if klass in adapters:
+            return cast("ModelAdapter", adapters[klass])
+    resolvers = tables.model_resolvers
+    if not resolvers:
         return None
-    if cls not in _resolved:
-        _resolved[cls] = next((a for a in (r(cls) for r in _resolvers) if a is not None), None)
-    return _resolved[cls]
+    resolved = tables.resolved_models
+    if cls not in resolved:
+        resolved[cls] = next((a for a in (r(cls) for r in resolvers) if a is not None), None)
+    return cast("ModelAdapter | None", resolved[cls])
 
 
 def _is_pydantic(value: Any) -> bool:

@@ -22,8 +22,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.engine import Engine
 
-from eventbus.urls import redact_url
 from eventbus.errors import ConfigurationError, ConnectionUnavailableError, MissingDependencyError
+from eventbus.urls import UNPARSEABLE, redact_url
 
 T = TypeVar("T")
 
@@ -33,6 +33,8 @@ _EXTRAS = {"psycopg": "postgres", "psycopg2": "postgres", "pymysql": "mysql", "M
 #: Columns added to tables created by an older version, made once per process.
 _ADDED = "added columns"
 
+# Module-level, not the runtime's: the runtime's stores use this module (it sits below it in the
+# import graph); runtime.close() and runtime.reset() dispose the engines through reset().
 _lock = threading.Lock()
 _engines: dict[str, Engine] = {}
 _created: set[tuple[str, str]] = set()
@@ -84,9 +86,10 @@ def push_engine_for(url: str) -> Engine:
 def _build(url: str, autocommit: bool = False, durable: bool = False) -> Engine:
     try:
         parsed = sa.make_url(url)
-    except (sa.exc.ArgumentError, ValueError) as exc:
-        raise ConfigurationError(f"bad database URL {redact_url(url)!r}: "
-                                 f"{str(exc).replace(url, redact_url(url))}") from None
+    except (sa.exc.ArgumentError, ValueError) as exc:  # never echoed whole: see redact_url
+        shown = redact_url(url) if "://" in url else UNPARSEABLE
+        raise ConfigurationError(f"bad database URL {shown!r}: "
+                                 f"{str(exc).replace(url, shown)}") from None
     try:
         if parsed.get_backend_name() == "sqlite":
             engine = sa.create_engine(parsed, connect_args={"timeout": 30}, pool_pre_ping=False)
@@ -307,6 +310,20 @@ def insert_ignoring_duplicates(engine: Engine, table: sa.Table, key: str) -> Any
     if name in ("mysql", "mariadb"):
         return sa.insert(table).prefix_with("IGNORE")
     return sa.insert(table)
+
+
+def _forget_pools_in_child() -> None:
+    """In a forked child: the pooled connections are the parent's (its sockets, its SQLite file
+    handles); drop them unclosed, so that the child opens its own and the parent keeps its. The
+    lock is made anew: another thread of the parent may have held it at the fork."""
+    global _lock
+    _lock = threading.Lock()
+    for engine in list(_engines.values()):
+        engine.dispose(close=False)
+
+
+if hasattr(os, "register_at_fork"):  # where there is no fork, there is nothing to forget
+    os.register_at_fork(after_in_child=_forget_pools_in_child)
 
 
 def reset() -> None:

@@ -1,5 +1,5 @@
-"""Shared fixtures: real Redis (db 15), SQLite files, PostgreSQL and MariaDB when they answer,
-and worker subprocesses."""
+"""Shared fixtures: real Redis (db 15; 14 on the second xdist worker, see tests/parallel.py),
+SQLite files, PostgreSQL and MariaDB when they answer, and worker subprocesses."""
 
 from __future__ import annotations
 
@@ -16,8 +16,9 @@ import redis
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-import eventbus
-from eventbus import event_bus, runtime
+from parallel import give_each_worker_its_servers  # noqa: E402
+
+give_each_worker_its_servers()  # before helpers reads the servers' URLs
 
 from helpers import (  # noqa: E402
     BEANSTALKD_URL,
@@ -33,6 +34,21 @@ from helpers import (  # noqa: E402
     reset_moto,
     sqs_client,
 )
+
+import eventbus
+from eventbus import event_bus, runtime
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _hypothesis_regex_imported_before_any_test() -> None:
+    """Import (and assertion-rewrite) Hypothesis's regex strategies once, before the tests, not
+    first inside a ``@given`` test: there Python 3.11 can fail to parse the module ("AST
+    constructor recursion depth mismatch") while Hypothesis has changed the recursion limit.
+    (Not at conftest import: Hypothesis warns about work done while plugins load.)"""
+    try:
+        import hypothesis.strategies._internal.regex  # noqa: F401
+    except ImportError:  # pragma: no cover - hypothesis is in the test extra
+        pass
 
 
 def pytest_report_header() -> list[str]:
@@ -82,7 +98,7 @@ def clean_config(tmp_path: pathlib.Path, monkeypatch: pytest.MonkeyPatch) -> Ite
 
 @pytest.fixture
 def use_redis(redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> redis.Redis:
-    """The default connection is Redis db 15 (retry_after 90, block_for 1)."""
+    """The default connection is the test Redis database (retry_after 90, block_for 1)."""
     monkeypatch.setenv("EVENTBUS_REDIS_URL", REDIS_URL)
     monkeypatch.setenv("EVENTBUS_CONNECTION", "redis")
     eventbus.configure(connections={"redis": {"driver": "redis", "url": REDIS_URL, "block_for": 1}})
@@ -171,3 +187,13 @@ def sqs_connection(moto_endpoint: str) -> dict[str, Any]:
     client.close()
     return {"driver": "sqs", "endpoint_url": moto_endpoint, "key": "testing", "secret": "testing",
             "region": "us-east-1", "prefix": f"{moto_endpoint}/{SQS_ACCOUNT}"}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The chaos scenarios run on one xdist worker, one after another (``--dist loadgroup``):
+    each loads the machine with servers and worker processes of its own, and their timing checks
+    assume no second scenario beside them."""
+    chaos = pathlib.Path(__file__).resolve().parent / "chaos"
+    for item in items:
+        if chaos in pathlib.Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.xdist_group("chaos"))

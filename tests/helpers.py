@@ -221,3 +221,16 @@ def sqs_client(endpoint: str) -> object:
 
     return boto3.client("sqs", endpoint_url=endpoint, region_name="us-east-1",
                         aws_access_key_id="testing", aws_secret_access_key="testing")
+
+
+def children_of(pid: int) -> list[int]:
+    """The live (not zombie) child processes of ``pid``."""
+    found = []
+    for stat in pathlib.Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(stat.parent.name))
+    return sorted(found)

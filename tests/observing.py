@@ -19,7 +19,8 @@ from helpers import PG_URL, REDIS_URL, database_reason
 
 #: The backends every observability feature is tested on.
 BACKENDS = ["redis", "sqlite", "postgres"]
-TABLES = ("jobs", "failed_jobs", "eventbus_state", "eventbus_signals")
+TABLES = ("jobs", "failed_jobs", "eventbus_state", "eventbus_signals", "eventbus_job_records",
+          "eventbus_job_tags", "eventbus_monitored_tags")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+import os
 import pathlib
 import subprocess
 import sys
 
+import click
 import pytest
 import redis
+from apps import jobs
 from click.testing import CliRunner
+from helpers import REDIS_URL
 
 import eventbus
-from apps import jobs
 from eventbus.cli import main
 from eventbus.failed.base import describe_exception
-from helpers import REDIS_URL
 
 
 def invoke(*args: str) -> object:
@@ -70,10 +72,11 @@ def test_forget_and_flush_and_prune(use_redis: redis.Redis) -> None:
     _fail_one(2)
     assert invoke("forget", uuid).exit_code == 0
     assert invoke("forget", uuid).exit_code == 1
-    assert "Deleted 0 failed jobs." in invoke("prune-failed", "--hours", "1").output
-    assert "Deleted 1 failed jobs." in invoke("prune-failed", "--hours", "0").output
+    assert "Deleted 0 failed jobs." in invoke("prune-failed", "--hours", "1", "--force").output
+    assert "Deleted 1 failed jobs." in invoke("prune-failed", "--hours", "0", "--force").output
     _fail_one(3)
-    assert "Deleted 1 failed jobs." in invoke("flush").output
+    assert "Deleted 0 failed jobs." in invoke("flush", "--hours", "1", "--force").output
+    assert "Deleted 1 failed jobs." in invoke("flush", "--force").output
 
 
 def test_size_clear_peek(use_redis: redis.Redis) -> None:
@@ -85,6 +88,7 @@ def test_size_clear_peek(use_redis: redis.Redis) -> None:
                "redis:other        1        1         0     2\n")
     assert invoke("size", "--queue", "default,other").output == listing
     assert invoke("size").output == listing  # every queue that holds jobs, not just the default
+    assert invoke("monitor", "--max", "3").exit_code == 0
     assert invoke("monitor", "--max", "2").output == (
         "QUEUE          STATUS  READY  DELAYED  RESERVED  SIZE\n"
         "redis:default  OK          1        0         0     1\n"
@@ -94,7 +98,7 @@ def test_size_clear_peek(use_redis: redis.Redis) -> None:
                        "size": 2, "oldest_ready_age_s": rows[1]["oldest_ready_age_s"]}
     assert 0 <= rows[1]["oldest_ready_age_s"] < 5
     assert json.loads(invoke("peek").output)["data"]["command"]["n"] == 1
-    assert "Cleared 2 jobs from redis:other." in invoke("clear", "redis", "--queue", "other").output
+    assert "Cleared 2 jobs from redis:other." in invoke("clear", "redis", "--queue", "other", "--force").output
     assert eventbus.connection().size("other") == 0
 
 
@@ -136,7 +140,6 @@ def test_usage_errors_exit_2(args: list[str]) -> None:
 
 def test_restart_down_up_touch_only_this_apps_prefix(redis_client: redis.Redis) -> None:
     from eventbus import control
-
     other = {"driver": "redis", "url": REDIS_URL, "prefix": "other-app:"}
     mine = {"driver": "redis", "url": REDIS_URL, "prefix": "my-app:"}
     eventbus.configure(default="redis", connections={"redis": other})
@@ -149,14 +152,17 @@ def test_restart_down_up_touch_only_this_apps_prefix(redis_client: redis.Redis) 
     assert eventbus.connection().signals() == {"restart": 1.0}  # the other app's workers: untouched
 
 
-def test_signalling_workers_never_creates_a_sqlite_file(
+def test_signalling_workers_never_creates_a_sqlite_file_nor_touches_the_builtin_redis(
         tmp_path: pathlib.Path, redis_client: redis.Redis, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An app on the SQLite default never configured ``redis``: that server may be another
+    app's, whose workers a ``restart`` here must not restart."""
     monkeypatch.setenv("EVENTBUS_REDIS_URL", REDIS_URL)  # the built-in redis connection answers
     for command in ("restart", "down", "up"):
         result = CliRunner().invoke(main, [command])
         assert result.exit_code == 0, result.output
-        assert "redis" in result.output and "database" not in result.output
+        assert result.output == "No worker has run on database yet: nothing to tell.\n"
     assert not (tmp_path / "eventbus.sqlite3").exists()
+    assert redis_client.keys("*") == []
 
 
 def test_failed_escapes_what_payloads_say(use_redis: redis.Redis) -> None:
@@ -179,3 +185,28 @@ def test_a_bad_timeout_grace_is_exit_2_with_one_line(worker_env: dict, grace: st
     assert proc.returncode == 2, proc.stderr
     assert proc.stderr.strip() == (f"eventbus: error: EVENTBUS_TIMEOUT_GRACE must be a number of seconds >= 0, "
                                    f"not {grace!r}")
+
+
+def test_the_command_table_names_the_module_of_each_built_in_command() -> None:
+    """``eventbus.cli.base.BUILT_IN_COMMANDS`` says where each command is defined, so that
+    calling one imports its module alone: the table and the modules agree."""
+    from eventbus.cli.base import BUILT_IN_COMMANDS
+
+    listed = main.list_commands(click.Context(main))  # imports every command's module
+    defined = {name: command.callback.__module__ for name, command in main.commands.items()
+               if command.callback is not None and command.callback.__module__.startswith("eventbus.cli.")}
+    assert {name: f"eventbus.cli.{module}" for name, module in BUILT_IN_COMMANDS.items()} == defined
+    assert set(BUILT_IN_COMMANDS) <= set(listed)
+
+
+def test_calling_a_command_imports_its_module_alone(tmp_path: pathlib.Path) -> None:
+    """``eventbus work`` starts without the scheduler, the dashboard, the other commands or the
+    add-ons' entry points (``benchmarks/startup.py`` times the start)."""
+    code = ("import sys\nfrom eventbus.cli import main\nmain.get_command(None, 'work')\n"
+            "print([m for m in ('eventbus.cli.schedule', 'eventbus.scheduling', 'eventbus.cli.observe', "
+            "'eventbus.cli.failed', 'eventbus.dashboard', 'importlib.metadata') if m in sys.modules])")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path,
+                          env={**os.environ, "PYTHONPATH": str(pathlib.Path(__file__).resolve().parent.parent)},
+                          timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"

@@ -138,5 +138,4 @@ def test_forget_removes_listeners() -> None:
 
 def test_events_are_registered_for_payloads() -> None:
     from eventbus import registry
-
     assert registry.resolve("test_events.OrderShipped") is OrderShipped

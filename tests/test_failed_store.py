@@ -9,10 +9,10 @@ from collections.abc import Iterator
 import pytest
 import redis
 from click.testing import CliRunner
+from helpers import PG_URL, REDIS_URL, database_reason
 
 import eventbus
 from eventbus.failed import FailedJobStore, store_for
-from helpers import PG_URL, REDIS_URL, database_reason
 
 STORES = ["redis", "sqlite", "postgres", "memory"]
 
@@ -82,8 +82,8 @@ def test_the_cli_lists_records_it_cannot_parse(redis_client: redis.Redis) -> Non
     eventbus.configure(default="redis", connections={"redis": {"driver": "redis", "url": REDIS_URL}})
     store = eventbus.failed_store()
     store.log("redis", "default", "{}", "E: fine", "good")
-    redis_client.hset("eventbus:{failed_jobs}", "broken", b"{not json")
-    redis_client.zadd("eventbus:{failed_jobs}:index", {"broken": time.time()})
+    redis_client.hset("queues:failed:{failed_jobs}", "broken", b"{not json")
+    redis_client.zadd("queues:failed:{failed_jobs}:index", {"broken": time.time()})
     from eventbus.cli import main
 
     result = CliRunner().invoke(main, ["failed"])
@@ -117,3 +117,12 @@ def test_records_kept_beside_their_queues_are_listed_found_and_removed_with_the_
     mail = next(r for r in store.all() if r.queue == "mail")
     assert store.find(mail.uuid) == mail and store.forget(mail.uuid) and store.find(mail.uuid) is None
     assert store.flush() == 2 and store.all() == []
+
+
+def test_the_failed_store_knows_every_redis_url_scheme_without_importing_redis() -> None:
+    """Choosing a store reads the scheme from a list of its own (importing no redis-py); it
+    must name every scheme the Redis driver accepts."""
+    from eventbus.failed import REDIS_SCHEMES
+    from eventbus.queue.redis.topology import SCHEMES
+
+    assert set(REDIS_SCHEMES) == set(SCHEMES)

@@ -8,9 +8,9 @@ import time
 
 import pytest
 import redis
+from helpers import run_worker, traces, wait_for
 
 import eventbus
-from helpers import run_worker, traces, wait_for
 from eventbus import Event, emit
 from eventbus.errors import SerializationError
 from eventbus.testing import fake_events, fake_queue
@@ -362,7 +362,6 @@ def test_a_forged_queued_listener_is_refused(use_redis: redis.Redis, target: str
 
 def test_the_registered_method_of_a_queued_listener_still_runs(use_redis: redis.Redis) -> None:
     from eventbus import Worker, WorkerOptions
-
     from eventbus.dispatching import Destination, push_command
 
     Detonator.fired.clear()
@@ -448,7 +447,7 @@ def test_a_chain_steps_own_queue_and_connection_win() -> None:
 
 
 def test_a_hold_opened_by_an_integration_works_like_the_block() -> None:
-    from eventbus.transactions import Hold
+    from eventbus.dispatching.transactions import Hold
 
     class Invoice(eventbus.Job):
         after_commit = True

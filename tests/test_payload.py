@@ -56,6 +56,25 @@ def test_the_fast_constructor_builds_what_the_dataclass_builds_and_refuses_a_mis
         Payload.checked(**fields, header={})
 
 
+def test_replace_changes_fields_and_signs_again_or_drops_the_signature() -> None:
+    """``Payload.replace``: the one way to change a payload, so a change never keeps a signature
+    that covered the fields before it."""
+    key, other = "k" * 32, "o" * 32
+    signed = Payload.checked(**{**vars(make_payload(Podcast(7))), "signature": None}, key=key)
+    assert signed.signature is not None and verify(signed.to_dict(), key)
+    step = {"destination": {"queue": "q"}, "payload": {"uuid": "s"}}
+    changed = signed.replace(uuid="u-2", chained=[step], key=key)
+    assert (changed.uuid, changed.chained) == ("u-2", (step,)) and signed.uuid != "u-2"
+    assert changed.signature not in (None, signed.signature) and verify(changed.to_dict(), key)
+    assert changed == dataclasses.replace(signed, uuid="u-2", chained=(step,), signature=changed.signature)
+    unsigned = signed.replace(headers={"traceparent": "00-x"})
+    assert unsigned.signature is None and unsigned.headers == {"traceparent": "00-x"}
+    assert not verify(signed.replace(key=other).to_dict(), key) and signed.signed(key) == signed
+    assert signed.replace(signature="forged").signature == "forged"
+    with pytest.raises(TypeError, match="Payload has no field 'header'"):
+        signed.replace(header={})
+
+
 def test_a_payload_without_steps_or_headers_holds_shared_read_only_empties() -> None:
     """A payload held for a bulk push costs the garbage collector for every container it holds;
     the empty step lists and headers are shared, so they must be ones nobody can change."""

@@ -1,4 +1,5 @@
-"""Every code block of the README runs, in order, as a newcomer would run it.
+"""Every code block of the README and of the manual's pages (``docs/*.md``) runs, in order, as a
+newcomer would run it.
 
 The blocks of one document share one fresh directory, the way a reader follows them in one
 project: a ``python`` block whose first line is ``# file: NAME.py`` is saved as that module
@@ -64,7 +65,7 @@ def test_the_first_block_is_the_two_commands_and_ci_runs_the_second() -> None:
     block = install_block()
     lines = block.code.strip().splitlines()
     assert block.language == "bash" and len(lines) == 2, block.code
-    assert lines[0] == "pip install -e . && python examples/shop/run.py"
+    assert lines[0] == "pip install -e . --config-settings editable_mode=strict && python examples/shop/run.py"
     ci = (ROOT / ".ci" / "run").read_text().strip().splitlines()
     assert ci[-1] == lines[1], "the CI script must run exactly the README's test command"
 
@@ -96,8 +97,21 @@ def run(block: Block, directory: pathlib.Path) -> subprocess.CompletedProcess[st
     return subprocess.run(command, cwd=directory, env=env, capture_output=True, text=True, timeout=120)
 
 
+def has_runnable_blocks(document: pathlib.Path) -> bool:
+    return any(b.language in RUNNABLE for b in blocks_of(document))
+
+
+#: The pages with code to run (a page of links, such as ``docs/index.md``, has none).
+RUNNABLE_DOCUMENTS = [d for d in DOCUMENTS if has_runnable_blocks(d)]
+
+
+def test_the_readme_and_the_code_pages_have_blocks_to_run() -> None:
+    names = {d.name for d in RUNNABLE_DOCUMENTS}
+    assert {"README.md", "getting-started.md", "jobs.md", "frameworks.md"} <= names, names
+
+
 @pytest.mark.integration
-@pytest.mark.parametrize("document", DOCUMENTS, ids=lambda d: d.name)
+@pytest.mark.parametrize("document", RUNNABLE_DOCUMENTS, ids=lambda d: d.name)
 def test_every_block_runs_in_order(document: pathlib.Path, tmp_path: pathlib.Path,
                                    redis_client: redis.Redis) -> None:
     skip = install_block() if document.name == "README.md" else None

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 import redis
+from helpers import REDIS_URL
 
 import eventbus
 from eventbus import ConfigurationError, WorkerConfigurationError
@@ -16,11 +17,10 @@ from eventbus.dispatching import make_payload
 from eventbus.event_bus import bus
 from eventbus.failed import MemoryFailedJobStore, store_for
 from eventbus.failed.base import FailedJob, FailedJobStore
-from eventbus.processing import Collaborators, fail_job
 from eventbus.queue.base import Queue, QueueJob
 from eventbus.queue.redis import RedisQueue
 from eventbus.worker import Worker, WorkerOptions
-from helpers import REDIS_URL
+from eventbus.worker.processing import Collaborators, fail_job
 
 pytestmark = pytest.mark.integration
 

@@ -1,4 +1,5 @@
-"""The scheduler: cron times and daylight saving, the cursor across restarts, one push per instant
+"""The scheduler: cron times and daylight saving, the cursor across restarts (the first tick fires
+the minute it starts in, nothing older), one push per instant
 however many schedulers run, catch-up policies, without_overlapping; and `schedule work`
 restarted across minute boundaries in real processes, its jobs run by a real worker."""
 
@@ -13,15 +14,15 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from helpers import wait_for
+from test_toolbox import Backend
+from test_toolbox import backend as backend  # noqa: F401 - the parametrized fixture
 
 import eventbus
 from eventbus import Schedule
 from eventbus.scheduling import Scheduler
 from eventbus.scheduling.cron import instants, zone
 from eventbus.testing import fake_queue
-from helpers import wait_for
-from test_toolbox import Backend
-from test_toolbox import backend as backend  # noqa: F401 - the parametrized fixture
 
 UTC = dt.timezone.utc
 
@@ -81,7 +82,8 @@ def test_the_cursor_fires_missed_minutes_once_and_never_twice(redis_schedule: Sc
     redis_schedule.job(Nightly()).every_minute().name("minutely")
     clock = Clock("2026-11-23T10:00:30")
     with fake_queue() as queue:
-        assert Scheduler(redis_schedule, host="a", clock=clock).tick() == []  # first sight: no back-fill
+        first = Scheduler(redis_schedule, host="a", clock=clock).tick()  # first sight: this minute only
+        assert [(f.outcome, f.instant) for f in first] == [("pushed", at("2026-11-23T10:00:00"))]
         clock.set("2026-11-23T10:01:05")
         assert [f.outcome for f in Scheduler(redis_schedule, host="a", clock=clock).tick()] == ["pushed"]
         clock.set("2026-11-23T10:01:50")  # a restart within the minute
@@ -90,7 +92,7 @@ def test_the_cursor_fires_missed_minutes_once_and_never_twice(redis_schedule: Sc
         fired = Scheduler(redis_schedule, host="a", clock=clock).tick()
         assert [dt.datetime.fromtimestamp(f.instant, UTC).strftime("%H:%M") for f in fired] == \
             ["10:02", "10:03", "10:04"]
-    assert len(queue.pushed) == 4 and len({p.payload.uuid for p in queue.pushed}) == 4
+    assert len(queue.pushed) == 5 and len({p.payload.uuid for p in queue.pushed}) == 5
 
 
 def test_catch_up_policies(redis_schedule: Schedule) -> None:
@@ -114,7 +116,7 @@ def test_one_push_per_instant_however_many_schedulers(redis_schedule: Schedule) 
     outcomes = [(f.entry, f.outcome) for host in ("a", "b")
                 for f in Scheduler(redis_schedule, host=host, clock=clock).tick()]
     assert sorted(outcomes) == [("per-host", "pushed"), ("per-host", "pushed"), ("shared", "pushed")]
-    assert eventbus.connection().size() == 3
+    assert eventbus.connection().size() == 6  # and as many at 10:00, the minute they started in
 
 
 def test_two_schedulers_racing_for_one_instant_push_it_once(redis_schedule: Schedule) -> None:
@@ -130,12 +132,9 @@ def test_two_schedulers_racing_for_one_instant_push_it_once(redis_schedule: Sche
 
 def test_without_overlapping_waits_for_the_previous_run(redis_schedule: Schedule) -> None:
     from eventbus import Worker, WorkerOptions
-
     redis_schedule.job(Nightly()).every_minute().name("slow").without_overlapping(expires_after=600)
-    clock = Clock("2026-11-23T10:00:30")
+    clock = Clock("2026-11-23T10:01:05")
     scheduler = Scheduler(redis_schedule, host="a", clock=clock)
-    scheduler.tick()
-    clock.set("2026-11-23T10:01:05")
     assert [f.outcome for f in scheduler.tick()] == ["pushed"]
     clock.set("2026-11-23T10:02:05")
     assert [f.outcome for f in scheduler.tick()] == ["overlapping"]  # 10:01's job has not run yet
@@ -158,18 +157,18 @@ def test_schedule_work_restarted_across_minute_boundaries(backend: Backend) -> N
         os.killpg(proc.pid, signal.SIGTERM)
         return proc.communicate(timeout=30)[1]
 
-    first = scheduler("2026-11-23T10:00:58")  # sees the entry, then crosses into 10:01
-    wait_for(lambda: eventbus.connection().size() == 1, timeout=30)
+    first = scheduler("2026-11-23T10:00:58")  # fires 10:00 (due that minute), then crosses into 10:01
+    wait_for(lambda: eventbus.connection().size() == 2, timeout=30)
     stop(first)
     again = scheduler("2026-11-23T10:01:30")  # restarted in the same minute: nothing new
     time.sleep(2)
     stop(again)
-    assert eventbus.connection().size() == 1
+    assert eventbus.connection().size() == 2
     late = scheduler("2026-11-23T10:03:58")  # down over 10:02 and 10:03: both fire, then 10:04
-    wait_for(lambda: eventbus.connection().size() == 4, timeout=30)
+    wait_for(lambda: eventbus.connection().size() == 5, timeout=30)
     err = stop(late)
     assert "Traceback" not in err
     backend.start_workers(1, "--stop-when-empty")
     backend.workers[-1].wait(timeout=60)
     ticks = backend.lines("tick")
-    assert len(ticks) == 4 and len({t[0] for t in ticks}) == 4  # four instants, each once
+    assert len(ticks) == 5 and len({t[0] for t in ticks}) == 5  # five instants, each once

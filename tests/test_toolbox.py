@@ -4,83 +4,19 @@ contending, on Redis, SQLite and PostgreSQL (their locks and counters in the sta
 from __future__ import annotations
 
 import collections
-import os
 import pathlib
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 
 import pytest
-import sqlalchemy as sa
 
 import eventbus
-from helpers import PG_URL, REDIS_URL, ROOT, TESTS, database_reason, wait_for
+from eventbus.state.keys import user_key
+from helpers import REDIS_URL, wait_for
+from toolbox_backend import Backend, backend  # noqa: F401  (the fixture)
 
 pytestmark = pytest.mark.integration
-
-BACKENDS = ["redis", "sqlite", "postgres"]
-
-
-class Backend:
-    def __init__(self, driver: str, url: str, log: pathlib.Path) -> None:
-        self.driver, self.url, self.log = driver, url, log
-        self.env = {**{k: v for k, v in os.environ.items() if not k.startswith("EVENTBUS_")},
-                    "PYTHONPATH": f"{TESTS}{os.pathsep}{ROOT}", "TOOLBOX_DRIVER": driver,
-                    "TOOLBOX_URL": url, "TOOLBOX_LOG": str(log), "PYTHONUNBUFFERED": "1"}
-        self.workers: list[subprocess.Popen[str]] = []
-        self.worker_log = open(log.with_suffix(".workers"), "a")  # noqa: SIM115 (closed by stop)
-
-    def start_workers(self, count: int = 2, *args: str) -> None:
-        for _ in range(count):
-            self.workers.append(subprocess.Popen(
-                [sys.executable, "-m", "eventbus", "work", "--app", "apps.toolbox", "--sleep", "0.1",
-                 "--quiet", "--memory", "0", "--timeout", "10", *args], env=self.env, start_new_session=True,
-                stdout=subprocess.DEVNULL, stderr=self.worker_log, text=True))
-
-    def stop(self) -> None:
-        for w in self.workers:
-            if w.poll() is None:
-                os.killpg(w.pid, 9)
-            w.wait()
-        self.worker_log.close()
-
-    def lines(self, kind: str) -> list[list[str]]:
-        if not self.log.exists():
-            return []
-        return [line.split()[1:] for line in self.log.read_text().splitlines() if line.split()[0] == kind]
-
-
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest, tmp_path: pathlib.Path,
-            monkeypatch: pytest.MonkeyPatch) -> Iterator[Backend]:
-    kind = request.param
-    if kind == "redis":
-        request.getfixturevalue("redis_client")
-        driver, url = "redis", REDIS_URL
-    elif kind == "sqlite":
-        driver, url = "database", f"sqlite:///{tmp_path}/toolbox.sqlite3"
-    else:
-        reason = database_reason(PG_URL)
-        if reason:
-            pytest.skip(reason)
-        driver, url = "database", PG_URL
-        engine = sa.create_engine(PG_URL)
-        with engine.begin() as conn:
-            for table in ("jobs", "eventbus_state", "failed_jobs"):
-                conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
-        engine.dispose()
-    made = Backend(driver, url, tmp_path / "toolbox.log")
-    for key, value in made.env.items():
-        if key.startswith("TOOLBOX_"):
-            monkeypatch.setenv(key, value)
-    conn = {"driver": driver, "url": url, "retry_after": 30}
-    eventbus.configure(default="toolbox", connections={"toolbox": conn})
-    import apps.toolbox  # noqa: F401  # its jobs and its rate limit
-
-    eventbus.rate_limit("toolbox-per-second", per_second=2)
-    yield made
-    made.stop()
 
 
 def test_a_rate_limit_holds_across_two_workers_and_costs_no_tries(backend: Backend) -> None:
@@ -136,7 +72,8 @@ def test_a_unique_job_is_queued_once_while_it_waits_or_runs(backend: Backend) ->
     assert first is not None
     assert Reindex(7).dispatch() is None  # waiting: dropped
     assert Reindex(8).dispatch() is not None  # another shop: its own lock
-    assert dropped[0].unique_key == f"unique:{Reindex.__module__}.Reindex:7" and dropped[0].held_by == first
+    assert dropped[0].unique_key == user_key("unique", f"{Reindex.__module__}.Reindex", "7")
+    assert dropped[0].held_by == first
     backend.start_workers(2)
     wait_for(lambda: any(f[0] == "7" for f in backend.lines("reindex-start")), timeout=30)
     assert Reindex(7).dispatch() is None  # running: still dropped

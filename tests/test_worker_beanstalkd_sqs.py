@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 import redis
+from apps import jobs
 from click.testing import CliRunner
+from helpers import WorkerProcess, traces, wait_for, wait_until_catching
 
 import eventbus
-from apps import jobs
 from eventbus.cli import main
-from helpers import WorkerProcess, traces, wait_for, wait_until_catching
 
 pytestmark = pytest.mark.integration
 
@@ -221,7 +221,7 @@ def test_a_failed_job_is_recorded_and_retried_from_the_cli(remote: Remote, redis
 def test_a_failed_job_on_a_fifo_queue_is_retried_at_once(remote: Remote, redis_client: redis.Redis) -> None:
     """Within the 5 minutes in which SQS drops a repeated deduplication id: retry sends a fresh one.
     (The local endpoint deduplicates only against queued messages, so the id itself is checked in
-    tests/drivers/test_sqs.py.)"""
+    tests/queue/test_sqs.py.)"""
     fail_then_retry_from_the_cli(remote, redis_client, "jobs.fifo")
 
 
@@ -269,7 +269,7 @@ def test_size_clear_peek_commands(remote: Remote) -> None:
     else:
         assert peeked == ""  # SQS: a look would be a receive
     cleared = 2 if eventbus.connection().clears_delayed else 1
-    assert f"Cleared {cleared} jobs from {name}:other." in invoke("clear", name, "--queue", "other")
+    assert f"Cleared {cleared} jobs from {name}:other." in invoke("clear", name, "--queue", "other", "--force")
     assert eventbus.connection().size("other") == 2 - cleared
 
 
