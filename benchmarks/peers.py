@@ -1,17 +1,22 @@
-"""eventbus side by side with Huey, Dramatiq, RQ, Celery and arq on Redis, and with procrastinate
-and PgQueuer on PostgreSQL: the same job, the same server, the same machine, in one run.
+"""eventbus side by side with BullMQ (for Node and for Python), taskiq, saq, streaQ, Huey,
+Dramatiq, RQ, Celery and arq on Redis, and with procrastinate, PgQueuer and oban on PostgreSQL:
+the same job, the same server, the same machine, in one run.
 
     python benchmarks/peers.py                      # everything: 10,000 jobs, medians of 3
     python benchmarks/peers.py --only redis --jobs 2000 --repeat 1
     python benchmarks/peers.py --only eventbus,huey --metrics dispatch,drain
 
 The job is one INCR of a Redis counter (one UPDATE of a counter row for the PostgreSQL peers).
-Measured for each peer: dispatch with one call per job; its bulk API; drain of the queued jobs by
-two worker processes (rate from the first INCR to the last, so worker start is excluded; the rate
-including start is shown beside it); idle-worker latency p50/p99 from the enqueue call to the job
-running, one job at a time into one idle worker (Redis only). The floor is bare redis-py: an EVALSHA
-loop for dispatch, and a BLPOP loop for latency (this machine's own wake-up time and its tail).
-Ratios are peer / eventbus: above 1 the peer is faster, or for latency slower.
+Measured for each peer: dispatch with one call per job, and the Redis memory each queued job
+takes; its bulk API; drain of the queued jobs by two worker processes at the peer's defaults
+(rate from the first INCR to the last, so worker start is excluded) and at each of its other
+concurrency settings (the best is shown, and which it was); the rate including start, and the time
+from launch to the first job; idle-worker latency p50/p99 from the enqueue call to the job running,
+one job at a time into one idle worker (Redis only); for the async-native peers, one process at
+concurrency 50 draining jobs that each await 50 ms. The floor is bare redis-py loops: EVALSHA per
+job, the same pipelined, a BLMOVE/INCR/LREM worker, a BLPOP worker for latency. Ratios are
+peer / eventbus: above 1 the peer is faster, or for latency and memory bigger. Issue 29's targets
+are checked under the tables.
 
 The peers are never project dependencies: each is installed with eventbus (``pip install -e`` of
 this tree) into its own throwaway venv under $EVENTBUS_BENCH_VENV (default ~/.cache/eventbus-bench),
@@ -41,21 +46,21 @@ HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from peer_harness import machine, redis_server, table, venvs  # noqa: E402
-from peer_jobs import PEERS, PeerSpec  # noqa: E402
+from peer_harness import machine, redis_server, table, targets, venvs  # noqa: E402
+from peer_jobs import ALIASES, PEERS, PeerSpec  # noqa: E402
 
-METRICS = ("dispatch", "bulk", "drain", "latency")
+METRICS = ("dispatch", "bulk", "drain", "best", "latency", "memory", "async")
 
 
 def select(only: str | None) -> list[PeerSpec]:
     if not only:
         return list(PEERS)
-    names = set(only.split(","))
+    names = {ALIASES.get(name, name) for name in only.split(",")}
     chosen = [p for p in PEERS if p.name in names or p.backend in names]
     unknown = names - {p.name for p in chosen} - {p.backend for p in chosen}
     if unknown or not chosen:
         sys.exit(f"--only: unknown {', '.join(sorted(unknown)) or only}; "
-                 f"known: redis, postgres, {', '.join(p.name for p in PEERS)}")
+                 f"known: redis, postgres, floor, {', '.join(p.name for p in PEERS)}")
     return chosen
 
 
@@ -65,10 +70,10 @@ def environments(specs: list[PeerSpec], args: argparse.Namespace) -> dict[str, p
     for spec in specs:
         if spec.env_name in found:
             continue
-        log(f"environment {spec.env_name}: {', '.join(spec.requirements) or 'eventbus only'}")
+        log(f"environment {spec.env_name}: {', '.join(spec.requirements + spec.npm) or 'eventbus only'}")
         try:
             found[spec.env_name] = venvs.ensure(args.venvs, spec.env_name, spec.requirements, ROOT,
-                                                reinstall=args.reinstall)
+                                                python=spec.python, npm=spec.npm, reinstall=args.reinstall)
         except venvs.InstallError as exc:
             found[spec.env_name] = str(exc)
     return found
@@ -79,7 +84,8 @@ def run_once(spec: PeerSpec, python: pathlib.Path, args: argparse.Namespace) -> 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("EVENTBUS_", "BENCH_"))}
     env["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT)])
     command = [str(python), "-m", "peer_harness.measure", spec.name, "--jobs", str(args.jobs),
-               "--latency-jobs", str(args.latency_jobs), "--processes", str(args.processes),
+               "--latency-jobs", str(args.latency_jobs), "--async-jobs", str(args.async_jobs),
+               "--processes", str(args.processes),
                "--metrics", ",".join(args.metrics), "--redis-url", args.redis_url, "--pg-url", args.pg_url]
     try:
         done = subprocess.run(command, cwd=HERE, env=env, capture_output=True, text=True, timeout=args.timeout)
@@ -110,8 +116,10 @@ def parse() -> argparse.Namespace:
     parser.add_argument("--only", help="redis, postgres, or peer names, comma separated")
     parser.add_argument("--jobs", type=int, default=10000)
     parser.add_argument("--repeat", type=int, default=3, help="runs per peer; the table shows medians")
-    parser.add_argument("--metrics", default=",".join(METRICS), help="dispatch,bulk,drain,latency")
+    parser.add_argument("--metrics", default=",".join(METRICS),
+                        help="of " + ",".join(METRICS) + " (best: the drains at the other settings)")
     parser.add_argument("--latency-jobs", type=int, default=200)
+    parser.add_argument("--async-jobs", type=int, default=2000, help="jobs of the async I/O drain")
     parser.add_argument("--processes", type=int, default=2, help="worker processes for drain")
     parser.add_argument("--redis-url", help="use this server's database (flushed between phases) "
                         "instead of a private redis-server")
@@ -139,8 +147,9 @@ def main() -> None:
         for key in ("jobs", "repeat", "processes"):
             setattr(args, key, int(saved["args"][key]))
         args.metrics = [m for m in METRICS if m in saved["args"]["metrics"]]
-        specs = [s for s in specs if s.name in saved["runs"]]
-        report(specs, {s.name: table.Summary(s, saved["runs"][s.name]) for s in specs}, args,
+        runs = {ALIASES.get(name, name): value for name, value in saved["runs"].items()}
+        specs = [s for s in specs if s.name in runs]
+        report(specs, {s.name: table.Summary(s, runs[s.name]) for s in specs}, args,
                saved.get("date") or "undated run")
         return
     pythons = environments(specs, args)
@@ -149,12 +158,11 @@ def main() -> None:
             args.redis_url = stack.enter_context(redis_server.private_redis())
             log(f"private Redis at {args.redis_url}")
         runs = measure_all(specs, pythons, args)
-    summaries = {spec.name: table.Summary(spec, runs[spec.name]) for spec in specs}
     today = str(datetime.date.today())
-    report(specs, summaries, args, today)
-    if args.json:
+    if args.json:  # first, so that the figures outlive a failing report
         args.json.write_text(json.dumps({"date": today, "args": {k: str(v) for k, v in vars(args).items()},
                                          "runs": runs}, indent=1))
+    report(specs, {spec.name: table.Summary(spec, runs[spec.name]) for spec in specs}, args, today)
 
 
 def measure_all(specs: list[PeerSpec], pythons: dict[str, pathlib.Path | str],
@@ -193,9 +201,9 @@ def report(specs: list[PeerSpec], summaries: dict[str, table.Summary], args: arg
             print(f"\n{'Redis' if backend == 'redis' else 'PostgreSQL'} (each job {job}):\n")
             print(table.render(group, args.metrics, args.processes))
             print()
-            print(table.notes(group))
-    if checks := table.targets(summaries):
-        print("\nTargets of issue 11, on these medians:\n")
+            print(table.notes(group, platform.python_version()))
+    if checks := targets.check(summaries):
+        print("\nTargets of issue 29, on these medians (eventbus at its defaults, each peer at its best):\n")
         print("\n".join(checks))
 
 

@@ -82,7 +82,8 @@ def drain_once(peer: Any, jobs: int, server_pid: int, *, pinned: bool) -> list[t
     """One drain; (arrangement, jobs, seconds) for each sample."""
     peer.reset()
     peer.dispatch(jobs)
-    commands = peer.worker_commands(2, burst=True)
+    batched = getattr(peer, "batched_worker_commands", None)  # the floor: its pop of 32, as before
+    commands = batched(2) if batched else peer.worker_commands(2, burst=True)
     if pinned:
         os.sched_setaffinity(server_pid, {0})
         commands = [["taskset", "-c", "1", *command] for command in commands]

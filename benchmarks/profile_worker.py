@@ -52,23 +52,23 @@ STEPS: list[tuple[str, Callable[[str, str], bool]]] = [
     ("start-up (imports, configure, connect)", lambda f, fn: fn in {"_find_and_load", "<module>"}
      and not f.endswith("eventbus/__main__.py")),
     ("job handle(): its INCR round trip", lambda f, fn: "peer_jobs" in f and fn == "handle"),
-    ("reserve + acknowledge (one script per batch)", lambda f, fn: f.endswith("queue/redis.py")
+    ("reserve + acknowledge (one script per batch)", lambda f, fn: f.endswith("queue/redis/queue.py")
      and fn in {"pop", "reserve"}),
     ("wait for work (blocking pop on :notify, reservation in the same reply)",
-     lambda f, fn: f.endswith("queue/redis.py") and fn in {"wait", "wait_and_reserve"}),
-    ("delete (acknowledge script, when not batched)", lambda f, fn: f.endswith("queue/redis.py")
+     lambda f, fn: f.endswith("queue/redis/queue.py") and fn in {"wait", "wait_and_reserve"}),
+    ("delete (acknowledge script, when not batched)", lambda f, fn: f.endswith("queue/redis/queue.py")
      and fn in {"delete_reserved", "delete"}),
-    ("prefetch bookkeeping (held jobs, deadlines)", lambda f, fn: f.endswith("eventbus/prefetch.py")),
-    ("worker signals check (restart/pause keys)", lambda f, fn: f.endswith("queue/redis.py") and fn == "signals"),
+    ("prefetch bookkeeping (held jobs, deadlines)", lambda f, fn: f.endswith("eventbus/worker/prefetch.py")),
+    ("worker signals check (restart/pause keys)", lambda f, fn: f.endswith("queue/redis/queue.py") and fn == "signals"),
     ("event emission (JobProcessing/JobProcessed/Looping)", lambda f, fn: f.endswith("eventbus/dispatcher.py")
      or f.endswith("eventbus/events.py")),
     ("payload decode + command unserialize", lambda f, fn: f.endswith(("eventbus/payload.py",
      "eventbus/serializer.py", "eventbus/registry.py", "eventbus/encryption.py"))),
-    ("timeout arming", lambda f, fn: f.endswith("eventbus/timeouts.py")),
+    ("timeout arming", lambda f, fn: f.endswith("eventbus/worker/timeouts.py")),
     ("memory check", lambda f, fn: fn == "memory_mb"),
-    ("rest of the handler", lambda f, fn: f.endswith("eventbus/handler.py")),
-    ("rest of processing (attempt rules)", lambda f, fn: f.endswith("eventbus/processing.py")),
-    ("rest of the worker loop", lambda f, fn: f.endswith(("eventbus/worker.py", "eventbus/worker_outcomes.py"))),
+    ("rest of the handler", lambda f, fn: f.endswith("eventbus/worker/handler.py")),
+    ("rest of processing (attempt rules)", lambda f, fn: f.endswith("eventbus/worker/processing.py")),
+    ("rest of the worker loop", lambda f, fn: f.endswith(("eventbus/worker/loop.py", "eventbus/worker/outcomes.py"))),
     ("other", lambda f, fn: True),
 ]
 

@@ -14,6 +14,7 @@ import importlib
 import json
 import os
 import pathlib
+import platform
 import sys
 import tempfile
 from collections.abc import Iterator
@@ -22,7 +23,8 @@ from typing import Any
 from peer_harness import phases
 from peer_jobs import PeerSpec, by_name
 
-METRICS = ("bulk", "dispatch", "drain", "latency")
+#: In the order they run: the dispatch phase leaves its jobs queued for the default drain.
+METRICS = ("bulk", "dispatch", "memory", "drain", "best", "latency", "async")
 
 
 def one_line(exc: BaseException) -> str:
@@ -57,25 +59,36 @@ def server_version(spec: PeerSpec) -> str:
 
 
 def applicable(spec: PeerSpec, metric: str) -> bool:
-    if spec.floor:  # a push loop and a waiting loop: no bulk API, and its drain is placement.py's
-        return metric in ("dispatch", "latency")
-    return not (spec.backend == "postgres" and metric == "latency")
+    if metric in ("latency", "memory"):
+        return spec.backend == "redis"
+    if metric == "async":
+        return spec.async_native
+    return not (spec.floor and metric == "best")
 
 
 def run(spec: PeerSpec, args: argparse.Namespace, logdir: pathlib.Path) -> dict[str, Any]:
-    result: dict[str, Any] = {"peer": spec.name, "figures": {}, "errors": {}}
+    result: dict[str, Any] = {"peer": spec.name, "figures": {}, "errors": {},
+                              "python": platform.python_version()}
     try:
         peer = importlib.import_module(spec.module).Peer()
-        result.update(version=peer.version(), server=server_version(spec),
-                      bulk_api=peer.bulk_api, workers=peer.workers)
+        result.update(version=peer.version(), server=server_version(spec), bulk_api=peer.bulk_api,
+                      workers=peer.workers, default_setting=peer.default_setting,
+                      settings=list(peer.settings), async_setting_label=peer.async_setting_label)
     except Exception as exc:  # a peer that will not even start is a row of n/a
         result["errors"]["all"] = one_line(exc)
         return result
     wanted = [m for m in METRICS if m in args.metrics and applicable(spec, m)]
+    if "bulk" in wanted and not (peer.has_bulk and hasattr(peer, "bulk")):
+        wanted.remove("bulk")
     try:
+        try:
+            phases.warm_up(peer)
+        except Exception as exc:  # it cannot even take a few jobs: nothing to measure
+            result["errors"]["all"] = one_line(exc)
+            wanted = []
         for metric in wanted:
             try:
-                result["figures"][metric] = measure(metric, peer, spec, args, logdir)
+                measure(metric, peer, args, logdir, result["figures"])
             except Exception as exc:
                 result["errors"][metric] = one_line(exc)
     finally:
@@ -83,17 +96,35 @@ def run(spec: PeerSpec, args: argparse.Namespace, logdir: pathlib.Path) -> dict[
     return result
 
 
-def measure(metric: str, peer: Any, spec: PeerSpec, args: argparse.Namespace, logdir: pathlib.Path) -> Any:
+def measure(metric: str, peer: Any, args: argparse.Namespace, logdir: pathlib.Path,
+            figures: dict[str, Any]) -> None:
+    """Measure ``metric`` and put its figures into ``figures``."""
     if metric == "bulk":
-        return phases.bulk(peer, args.jobs)
-    if metric == "dispatch":
-        return phases.dispatch(peer, args.jobs)
-    if metric == "drain":
-        if "dispatch" not in args.metrics:
-            peer.reset()
-            peer.dispatch(args.jobs)
-        return phases.drain(peer, args.jobs, args.processes, logdir)
-    return phases.latency(peer, args.latency_jobs, logdir)
+        figures["bulk"] = phases.bulk(peer, args.jobs)
+    elif metric == "dispatch" or (metric == "memory" and "dispatch" not in args.metrics):
+        rate, memory = phases.dispatch(peer, args.jobs)
+        if "dispatch" in args.metrics:
+            figures["dispatch"] = rate
+        if "memory" in args.metrics and memory is not None:
+            figures["memory"] = memory
+    elif metric == "drain":
+        if not {"dispatch", "memory"} & set(args.metrics):
+            phases.refill(peer, args.jobs)
+        figures["drain"] = phases.drain(peer, args.jobs, peer.worker_commands(args.processes, burst=True),
+                                        logdir)
+    elif metric == "best":
+        figures["drain_at"] = {}
+        for label, setting in peer.settings.items():
+            try:
+                phases.refill(peer, args.jobs)
+                commands = peer.worker_commands(args.processes, burst=True, setting=setting)
+                figures["drain_at"][label] = phases.drain(peer, args.jobs, commands, logdir)
+            except Exception as exc:  # one setting failing leaves the others' figures
+                figures["drain_at"][label] = one_line(exc)
+    elif metric == "latency":
+        figures["latency"] = phases.latency(peer, args.latency_jobs, logdir)
+    elif metric == "async":
+        figures["async"] = phases.async_io(peer, args.async_jobs, logdir)
 
 
 def main() -> None:
@@ -101,6 +132,7 @@ def main() -> None:
     parser.add_argument("peer")
     parser.add_argument("--jobs", type=int, default=10000)
     parser.add_argument("--latency-jobs", type=int, default=200)
+    parser.add_argument("--async-jobs", type=int, default=2000)
     parser.add_argument("--processes", type=int, default=2)
     parser.add_argument("--metrics", default=",".join(METRICS))
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/12")

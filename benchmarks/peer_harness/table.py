@@ -1,14 +1,18 @@
-"""Medians over the repeated runs, and the table: each figure and its ratio to eventbus."""
+"""Medians over the repeated runs, and the table: each figure and its ratio to eventbus's, the best
+concurrency setting of each peer, who acknowledges after the job, and issue 29's targets."""
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from peer_jobs import PeerSpec
+from peer_jobs import AT_LEAST_ONCE, PeerSpec
 
 NOT_APPLICABLE = "—"
+DEFAULTS = "defaults"
+ASYNC_NATIVE = ("arq", "saq", "streaq", "taskiq")  # issue 29's async-native peers
+SQL_PEERS = ("procrastinate", "pgqueuer", "oban")
 
 
 def rate(value: float) -> str:
@@ -16,7 +20,11 @@ def rate(value: float) -> str:
 
 
 def ms(value: float) -> str:
-    return f"{value * 1000:.1f}" if value < 0.1 else f"{value * 1000:.0f}"
+    return f"{value * 1000:.2f}" if value < 0.01 else f"{value * 1000:.1f}" if value < 0.1 else f"{value * 1000:.0f}"
+
+
+def size(value: float) -> str:
+    return f"{value:,.0f} B"
 
 
 class Summary:
@@ -30,6 +38,10 @@ class Summary:
         self.server = first.get("server", "")
         self.bulk_api = first.get("bulk_api", "")
         self.workers = first.get("workers", "")
+        self.default_setting = first.get("default_setting", "")
+        self.settings: list[str] = first.get("settings", [])
+        self.async_setting = first.get("async_setting_label", "")
+        self.python = first.get("python", "")
         self.contended = [r["machine"] for r in runs if r.get("contended")]
 
     def values(self, metric: str) -> list[Any]:
@@ -39,13 +51,42 @@ class Summary:
         values = self.values(metric)
         if not values:
             return None
-        return statistics.median(v[index] if index is not None else v for v in values)
+        # a figure saved by an older version may be a bare number where a list is read now
+        return statistics.median(v[index] if index is not None and isinstance(v, list) else v for v in values)
+
+    def at_setting(self, label: str, index: int) -> float | None:
+        """The median drain figure ``index`` at setting ``label`` (``DEFAULTS``: the plain drain)."""
+        if label == DEFAULTS:
+            return self.median("drain", index)
+        values = [r["figures"]["drain_at"][label][index] for r in self.runs
+                  if isinstance(r.get("figures", {}).get("drain_at", {}).get(label), list)]
+        return statistics.median(values) if values else None
+
+    def best(self, index: int = 0) -> tuple[str, float] | None:
+        """(setting, median) of the setting with the highest median drain figure ``index``."""
+        found = [(label, value) for label in (DEFAULTS, *self.settings)
+                 if (value := self.at_setting(label, index)) is not None]
+        return max(found, key=lambda pair: pair[1]) if found else None
+
+    def run_twice(self) -> int:
+        """Jobs run more than once in all of the peer's drains (the counter beyond N)."""
+        total = 0
+        for r in self.runs:
+            figures = r.get("figures", {})
+            drains = [figures.get("drain"), figures.get("async"), *figures.get("drain_at", {}).values()]
+            total += sum(d[-1] for d in drains if isinstance(d, list) and len(d) in (2, 4))
+        return total
 
     def error(self, metric: str) -> str | None:
         for r in self.runs:
             errors = r.get("errors", {})
             if "all" in errors or metric in errors:
                 return str(errors.get("all") or errors[metric])
+        if metric == "best":
+            for r in self.runs:
+                for value in r.get("figures", {}).get("drain_at", {}).values():
+                    if isinstance(value, str):
+                        return value
         return None
 
     def partial(self, metric: str) -> str:
@@ -57,22 +98,41 @@ def ratio(value: float, base: float | None) -> str:
     return "" if base is None or base == 0 else f" ({value / base:.2f}x)"
 
 
-def cell(summary: Summary, base: Summary | None, metric: str, applicable: bool, index: int | None = None) -> str:
-    if not applicable:
-        return NOT_APPLICABLE
+def missing(summary: Summary, metric: str) -> str:
+    return f"n/a ({summary.error(metric) or 'not run'})"
+
+
+def figure_cell(summary: Summary, base: Summary | None, metric: str, show: Callable[[float], str],
+                index: int | None = None) -> str:
     value = summary.median(metric, index)
     if value is None:
-        return f"n/a ({summary.error(metric) or 'not run'})"
+        return missing(summary, metric)
     reference = None if base is None or base is summary else base.median(metric, index)
-    return rate(value) + ratio(value, reference) + summary.partial(metric)
+    return show(value) + ratio(value, reference) + summary.partial(metric)
 
 
-def latency_cell(summary: Summary, base: Summary | None, applicable: bool) -> str:
-    if not applicable:
-        return NOT_APPLICABLE
+def best_cell(summary: Summary, base: Summary | None) -> str:
+    best = summary.best()
+    if best is None:
+        return missing(summary, "best")
+    label, value = best
+    reference = None if base is None or base is summary else (base.best() or (None, None))[1]
+    where = "its defaults" if label == DEFAULTS else label
+    failed = sorted({tried for r in summary.runs
+                     for tried, got in r.get("figures", {}).get("drain_at", {}).items() if isinstance(got, str)})
+    return f"{rate(value)}{ratio(value, reference)} at {where}" + (f" [failed: {', '.join(failed)}]" if failed else "")
+
+
+def start_cell(summary: Summary, base: Summary | None) -> str:
+    text = figure_cell(summary, base, "drain", rate, 1)
+    first = summary.median("drain", 2)
+    return text if first is None else f"{text}, first job {first:.2f} s"
+
+
+def latency_cell(summary: Summary, base: Summary | None) -> str:
     p50, p99 = summary.median("latency", 0), summary.median("latency", 1)
     if p50 is None or p99 is None:
-        return f"n/a ({summary.error('latency') or 'not run'})"
+        return missing(summary, "latency")
     text = f"{ms(p50)} / {ms(p99)} ms"
     if base is not None and base is not summary:
         b50, b99 = base.median("latency", 0), base.median("latency", 1)
@@ -81,78 +141,78 @@ def latency_cell(summary: Summary, base: Summary | None, applicable: bool) -> st
     return text + summary.partial("latency")
 
 
+def delivery_cell(summary: Summary) -> str:
+    """What becomes of a job whose worker dies while running it: run again, or lost."""
+    return summary.spec.delivery if summary.spec.delivery == AT_LEAST_ONCE else f"**{summary.spec.delivery}**"
+
+
+#: (key, title, applies to the backend); each key's cell is made by ``cell`` below.
+COLUMNS = (
+    ("dispatch", "dispatch, one call per job", ("redis", "postgres")),
+    ("bulk", "bulk", ("redis", "postgres")),
+    ("drain", "drain, {processes} processes, defaults", ("redis", "postgres")),
+    ("best", "drain at its best setting", ("redis", "postgres")),
+    ("start", "drain incl. start", ("redis", "postgres")),
+    ("latency", "idle latency p50 / p99", ("redis",)),
+    ("memory", "Redis memory a queued job", ("redis",)),
+    ("async", "async I/O, 1 process x 50", ("redis",)),
+    ("delivery", "a job whose worker dies", ("redis", "postgres")),
+)
+NEEDS = {"start": "drain", "delivery": ""}
+
+
+def cell(key: str, s: Summary, base: Summary | None) -> str:
+    if key == "delivery":
+        return delivery_cell(s)
+    if key == "bulk" and s.bulk_api.startswith("n/a") and s.median("bulk") is None:
+        return NOT_APPLICABLE
+    if key == "async" and not s.spec.async_native:
+        return NOT_APPLICABLE
+    if key == "best":
+        return NOT_APPLICABLE if s.spec.floor else best_cell(s, base)
+    if key == "start":
+        return start_cell(s, base)
+    if key == "latency":
+        return latency_cell(s, base)
+    if key == "memory":
+        return figure_cell(s, base, "memory", size, 0)
+    if key == "async":
+        return figure_cell(s, base, "async", rate, 0)
+    text = figure_cell(s, base, key, rate, 0 if key == "drain" else None)
+    twice = s.run_twice() if key == "drain" else 0
+    return text + (f" [{twice} job{'s' if twice > 1 else ''} ran twice]" if twice else "")
+
+
 def render(summaries: Sequence[Summary], metrics: Sequence[str], processes: int) -> str:
     """A Markdown table: one row per peer, the first eventbus row as the base of the ratios."""
     base = next((s for s in summaries if s.spec.name.startswith("eventbus")), None)
-    redis = bool(summaries) and summaries[0].spec.backend == "redis"
-    columns = [("dispatch", "dispatch, one call per job"), ("bulk", "bulk"),
-               ("drain", f"drain, {processes} worker processes"),
-               ("drain+start", "drain incl. worker start")]
-    if redis:
-        columns.append(("latency", "idle-worker latency p50 / p99"))
-    columns = [c for c in columns if c[0].split("+")[0] in metrics]
+    backend = summaries[0].spec.backend if summaries else "redis"
+    columns = [(key, title.format(processes=processes)) for key, title, backends in COLUMNS
+               if backend in backends and NEEDS.get(key, key) in (*metrics, "")]
     lines = ["| peer | " + " | ".join(title for _, title in columns) + " |",
              "|---" * (len(columns) + 1) + "|"]
     for s in summaries:
-        cells = []
-        for key, _ in columns:
-            applicable = key in ("dispatch", "latency") or not s.spec.floor
-            if key == "latency":
-                cells.append(latency_cell(s, base, applicable))
-            elif key.startswith("drain"):
-                cells.append(cell(s, base, "drain", applicable, 1 if key == "drain+start" else 0))
-            else:
-                cells.append(cell(s, base, key, applicable))
-        name = (f"bare {s.version} loops (floor: EVALSHA push, BLPOP worker)" if s.spec.floor
-                else f"{s.spec.name} {s.version}".strip())
+        name = (f"bare {s.version} (floor)" if s.spec.floor else f"{s.spec.name} {s.version}".strip())
         name += " ~" if s.contended else ""
-        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+        lines.append(f"| {name} | " + " | ".join(cell(key, s, base) for key, _ in columns) + " |")
     return "\n".join(lines)
 
 
-def notes(summaries: Sequence[Summary]) -> str:
-    """What each peer's bulk call and workers were, and which runs were contended."""
+def notes(summaries: Sequence[Summary], python: str) -> str:
+    """What each peer's bulk call, workers and settings were, how it acknowledges, and which runs
+    were contended (``python``: the harness's version, named where a peer ran on another)."""
     lines = []
     for s in summaries:
-        if s.spec.floor:
-            continue
-        lines.append(f"- {s.spec.name}: bulk = {s.bulk_api or '?'}; workers = {s.workers or '?'}")
+        other = f" (Python {s.python})" if s.python and s.python != python else ""
+        tried = f"; also tried: {', '.join(f'`{label}`' for label in s.settings)}" if s.settings else ""
+        concurrency = f" ({s.default_setting})" if s.default_setting else ""
+        bulk = f"bulk = {s.bulk_api}; " if s.bulk_api and not s.bulk_api.startswith("n/a") else ""
+        asynchronous = f"; async I/O at {s.async_setting}" if s.spec.async_native and s.async_setting else ""
+        lines.append(f"- {s.spec.name}{other}: {bulk}workers = {s.workers or '?'}{concurrency}{tried}{asynchronous}")
+    lines.append("- delivery: " + "; ".join(f"{s.spec.name}: {s.spec.delivery}, {s.spec.acks}"
+                                        for s in summaries if s.spec.acks))
     contended = [f"{s.spec.name} {len(s.contended)} of {len(s.runs)}" for s in summaries if s.contended]
     if contended:
         lines.append("- ~ runs on a busy machine (other work over the threshold before or during the run; "
                      "see --json for each): " + ", ".join(contended))
     return "\n".join(lines)
-
-
-def targets(summaries: dict[str, Summary]) -> list[str]:
-    """The issue's goals, checked against this run's medians (skipped where a figure is missing)."""
-    def m(name: str, metric: str, index: int | None = None) -> float | None:
-        s = summaries.get(name)
-        return None if s is None else s.median(metric, index)
-
-    checks: list[tuple[str, float | None, float | None]] = [
-        ("drain, 2 processes >= 2x Huey", m("eventbus", "drain", 0), _times(m("huey", "drain", 0), 2)),
-        ("dispatch >= Huey", m("eventbus", "dispatch"), m("huey", "dispatch")),
-        ("dispatch >= 90% of the EVALSHA loop", m("eventbus", "dispatch"),
-         _times(m("redis-py EVALSHA loop", "dispatch"), 0.9)),
-        ("bulk >= 5x Huey's map", m("eventbus", "bulk"), _times(m("huey", "bulk"), 5)),
-        ("PostgreSQL drain >= best SQL peer", m("eventbus-pg", "drain", 0),
-         max((v for v in (m("procrastinate", "drain", 0), m("pgqueuer", "drain", 0)) if v), default=None)),
-    ]
-    lines = [f"- {'met' if got >= want else 'NOT met'}: {label} ({rate(got)} vs {rate(want)})"
-             for label, got, want in checks if got is not None and want is not None]
-    p50, p99, huey50 = m("eventbus", "latency", 0), m("eventbus", "latency", 1), m("huey", "latency", 0)
-    if p50 is not None and huey50 is not None:
-        lines.append(f"- {'met' if p50 <= huey50 else 'NOT met'}: latency p50 <= Huey's "
-                     f"({ms(p50)} vs {ms(huey50)} ms)")
-    if p50 is not None and p99 is not None:
-        floor50, floor99 = m("redis-py EVALSHA loop", "latency", 0), m("redis-py EVALSHA loop", "latency", 1)
-        machine = (f"; the bare BLPOP loop's own p99 is {floor99 / floor50:.2f}x its p50"
-                   if floor50 and floor99 else "")
-        lines.append(f"- {'met' if p99 <= 2 * p50 else 'NOT met'}: latency p99 <= 2x own p50 "
-                     f"({ms(p99)} vs {ms(2 * p50)} ms{machine})")
-    return lines
-
-
-def _times(value: float | None, factor: float) -> float | None:
-    return None if value is None else value * factor

@@ -7,6 +7,7 @@ afterwards.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping, Sequence
 
 import psycopg
 
@@ -34,7 +35,12 @@ class PgPeer:
 
     backend = "postgres"
     bulk_api = "n/a (no bulk API)"
+    has_bulk = True
     workers = ""
+    default_setting = ""
+    settings: Mapping[str, Sequence[str]] = {}
+    async_setting: Sequence[str] | None = None
+    async_setting_label = ""
 
     def __init__(self) -> None:
         self.db = psycopg.connect(PG_URL, autocommit=True)

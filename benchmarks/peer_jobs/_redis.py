@@ -6,17 +6,22 @@ flushed between phases, so give the benchmark a database of its own).
 
 from __future__ import annotations
 
+import asyncio
 import os
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import redis
+import redis.asyncio
 
 REDIS_URL = os.environ.get("BENCH_REDIS_URL", "redis://127.0.0.1:6379/12")
 COUNTER = "bench:counter"
 STAMPS = "bench:stamps"
+WAIT_S = 0.05  # what an async I/O job awaits
 
 _client: redis.Redis | None = None
+_async_clients: dict[int, redis.asyncio.Redis] = {}
 
 
 def client() -> redis.Redis:
@@ -37,12 +42,33 @@ def stamp() -> None:
     client().rpush(STAMPS, repr(time.time()))
 
 
+def async_client() -> redis.asyncio.Redis:
+    """redis-py's asyncio client for peers without an async Redis client of their own: one per
+    event loop, made on first use."""
+    loop = id(asyncio.get_running_loop())
+    if loop not in _async_clients:
+        _async_clients[loop] = redis.asyncio.Redis.from_url(REDIS_URL)
+    return _async_clients[loop]
+
+
+async def wait_and_incr() -> None:
+    """The async I/O job: await 50 ms, then one INCR."""
+    await asyncio.sleep(WAIT_S)
+    await async_client().incr(COUNTER)
+
+
 class RedisPeer:
-    """The harness side every Redis peer shares: reset, count, wait for a stamp."""
+    """The harness side every Redis peer shares: reset, count, wait for a stamp, and the settings
+    a peer without concurrency options has."""
 
     backend = "redis"
     bulk_api = "n/a (no bulk API)"
+    has_bulk = True
     workers = ""
+    default_setting = ""  # what its defaults are, in its own words
+    settings: Mapping[str, Sequence[str]] = {}  # other concurrency settings tried for the best drain
+    async_setting: Sequence[str] | None = None  # one process, 50 jobs at once
+    async_setting_label = ""
 
     def __init__(self) -> None:
         self.redis = redis.Redis.from_url(REDIS_URL)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+from collections.abc import Sequence
 
 import celery
 
@@ -29,6 +30,8 @@ def stamp() -> None:
 class Peer(RedisPeer):
     bulk_api = "group(signatures).apply_async()"
     workers = "celery worker -P prefork -c 2"
+    default_setting = "prefetch multiplier 4, one job at a time a process"
+    settings = {"--prefetch-multiplier 32": ("--prefetch-multiplier", "32")}
 
     def version(self) -> str:
         return importlib.metadata.version("celery")
@@ -43,7 +46,8 @@ class Peer(RedisPeer):
     def enqueue_stamp(self) -> None:
         stamp.delay()
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
         cli = os.path.join(os.path.dirname(sys.executable), "celery")
         return [[cli, "-A", __name__, "worker", "-P", "prefork", "-c", str(processes), "-Q", "bench",
-                 "-l", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat"]]
+                 "-l", "warning", "--without-gossip", "--without-mingle", "--without-heartbeat", *(setting or ())]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+from collections.abc import Sequence
 
 import dramatiq
 from dramatiq.brokers.redis import RedisBroker
@@ -27,7 +28,9 @@ def stamp() -> None:
 
 class Peer(RedisPeer):
     bulk_api = "group(messages).run()"
-    workers = "dramatiq --processes 2 --threads 8"
+    workers = "dramatiq --processes 2"
+    default_setting = "--threads 8"
+    settings = {"--threads 1": ("--threads", "1"), "--threads 32": ("--threads", "32")}
 
     def version(self) -> str:
         return importlib.metadata.version("dramatiq")
@@ -42,6 +45,8 @@ class Peer(RedisPeer):
     def enqueue_stamp(self) -> None:
         stamp.send()
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
         cli = os.path.join(os.path.dirname(sys.executable), "dramatiq")
-        return [[cli, __name__, "--processes", str(processes), "--threads", "8", "--queues", "bench"]]
+        return [[cli, __name__, "--processes", str(processes), *(setting or ("--threads", "8")),
+                 "--queues", "bench"]]

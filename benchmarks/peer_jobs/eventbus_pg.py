@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import eventbus
 from peer_jobs import _eventbus
@@ -20,8 +21,9 @@ class Incr(eventbus.Job):
 class Peer(PgPeer):
     burst = True  # its workers can stop when the queue is empty
     bulk_api = "dispatch_many(jobs)"
-    workers = ("eventbus work database --processes 2 (defaults: adaptive prefetch up to 32 through "
-               "reserve(), 1 job at a time each)")
+    workers = "eventbus work database --processes 2"
+    default_setting = "prefetch 32 (adaptive, through reserve()), 1 job at a time"
+    settings = {"--prefetch 128": ("--prefetch", "128")}
 
     def version(self) -> str:
         return _eventbus.version()
@@ -36,5 +38,7 @@ class Peer(PgPeer):
     def bulk(self, n: int) -> None:
         _eventbus.dispatch_many([Incr() for _ in range(n)])
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
-        return [_eventbus.worker_command(sys.executable, "database", __name__, processes, burst=burst)]
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
+        return [_eventbus.worker_command(sys.executable, "database", __name__, processes, burst=burst,
+                                         setting=setting)]

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 
 import eventbus
 from peer_jobs import _eventbus
-from peer_jobs._redis import REDIS_URL, RedisPeer, incr, stamp
+from peer_jobs._redis import REDIS_URL, RedisPeer, incr, stamp, wait_and_incr
 
 eventbus.configure(default="redis",
                    connections={"redis": {"driver": "redis", "url": REDIS_URL, "queue": "bench"}})
@@ -22,10 +23,21 @@ class Stamp(eventbus.Job):
         stamp()
 
 
+class Wait(eventbus.Job):
+    """The async I/O job: an ``async def handle`` runs on the worker's event loop."""
+
+    async def handle(self) -> None:
+        await wait_and_incr()
+
+
 class Peer(RedisPeer):
     burst = True  # its workers can stop when the queue is empty
     bulk_api = "dispatch_many(jobs)"
-    workers = "eventbus work --processes 2 (defaults: adaptive prefetch up to 32, 1 job at a time each)"
+    workers = "eventbus work --processes 2"
+    default_setting = "prefetch 32 (adaptive), 1 job at a time"
+    settings = _eventbus.SETTINGS
+    async_setting = ("--concurrency", "50")
+    async_setting_label = "--concurrency 50"
 
     def version(self) -> str:
         return _eventbus.version()
@@ -40,5 +52,10 @@ class Peer(RedisPeer):
     def enqueue_stamp(self) -> None:
         eventbus.dispatch(Stamp())
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
-        return [_eventbus.worker_command(sys.executable, "redis", __name__, processes, burst=burst)]
+    def enqueue_waits(self, n: int) -> None:
+        _eventbus.dispatch_many([Wait() for _ in range(n)])
+
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
+        return [_eventbus.worker_command(sys.executable, "redis", __name__, processes, burst=burst,
+                                         setting=setting)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+from collections.abc import Sequence
 
 from huey import RedisHuey
 
@@ -27,6 +28,7 @@ def stamp() -> None:
 class Peer(RedisPeer):
     bulk_api = "task.map()"
     workers = "huey_consumer -w 2 -k process"
+    default_setting = "one job at a time a process"
 
     def version(self) -> str:
         return importlib.metadata.version("huey")
@@ -41,6 +43,7 @@ class Peer(RedisPeer):
     def enqueue_stamp(self) -> None:
         stamp()
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
         consumer = os.path.join(os.path.dirname(sys.executable), "huey_consumer")
         return [[consumer, f"{__name__}.huey", "-w", str(processes), "-k", "process", "-q"]]

@@ -1,7 +1,8 @@
-"""PgQueuer on PostgreSQL: ``pgq run peer_jobs.pgqueuer_pg:main``, its default batches of ten.
+"""PgQueuer on PostgreSQL: ``pgq run peer_jobs.pgqueuer_pg:main``, its default batches of ten
+(``--batch 100`` is tried for the best setting).
 
 The job runs its UPDATE through PgQueuer's own asyncpg driver. The worker is started as
-``python -m peer_jobs.pgqueuer_pg [--drain]``, which calls ``pgqueuer.run`` (what ``pgq run`` calls):
+``python -m peer_jobs.pgqueuer_pg [--drain] [--batch N]``, which calls ``pgqueuer.run`` (what ``pgq run`` calls):
 the ``pgq`` command of PgQueuer 1.6 fails on its ``--log-level`` option with Typer 0.29.
 """
 
@@ -11,7 +12,7 @@ import asyncio
 import contextlib
 import importlib.metadata
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import asyncpg
 import pgqueuer
@@ -41,7 +42,9 @@ async def main() -> AsyncIterator[PgQueuer]:
 class Peer(PgPeer):
     burst = True  # its workers can stop when the queue is empty
     bulk_api = "queries.enqueue(lists)"
-    workers = "2 x pgqueuer.run (batch 10)"
+    workers = "2 x pgqueuer.run"
+    default_setting = "batch_size 10"
+    settings = {"batch_size 100": ("--batch", "100")}
 
     def __init__(self) -> None:
         super().__init__()
@@ -68,8 +71,10 @@ class Peer(PgPeer):
     def bulk(self, n: int) -> None:
         self.loop.run_until_complete(self.queries.enqueue(["incr"] * n, [None] * n, [0] * n))
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
-        return [[sys.executable, "-m", "peer_jobs.pgqueuer_pg"] + (["--drain"] if burst else [])] * processes
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
+        command = [sys.executable, "-m", "peer_jobs.pgqueuer_pg", *(setting or ())]
+        return [command + (["--drain"] if burst else [])] * processes
 
     def close(self) -> None:
         self.loop.run_until_complete(self.conn.close())
@@ -79,4 +84,5 @@ class Peer(PgPeer):
 
 if __name__ == "__main__":
     mode = QueueExecutionMode.drain if "--drain" in sys.argv else QueueExecutionMode.continuous
-    asyncio.run(pgqueuer.run("peer_jobs.pgqueuer_pg:main", mode=mode))
+    batch = int(sys.argv[sys.argv.index("--batch") + 1]) if "--batch" in sys.argv else 10
+    asyncio.run(pgqueuer.run("peer_jobs.pgqueuer_pg:main", mode=mode, batch_size=batch))

@@ -1,6 +1,7 @@
 """procrastinate on PostgreSQL (``procrastinate --app peer_jobs.procrastinate_pg.app worker``).
 
-The job runs its UPDATE through procrastinate's own connection pool; ten jobs at a time a process.
+The job runs its UPDATE through procrastinate's own connection pool; its default is one job at a
+time a process (``-c 1``), and ``-c 10`` is tried for the best setting.
 """
 
 from __future__ import annotations
@@ -8,12 +9,11 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+from collections.abc import Sequence
 
 import procrastinate
 
 from peer_jobs._pg import PG_URL, UPDATE, PgPeer
-
-CONCURRENCY = 10
 
 app = procrastinate.App(connector=procrastinate.PsycopgConnector(conninfo=PG_URL))
 
@@ -26,7 +26,9 @@ async def incr() -> None:
 class Peer(PgPeer):
     burst = True  # its workers can stop when the queue is empty
     bulk_api = "task.batch_defer()"
-    workers = f"2 x procrastinate worker -c {CONCURRENCY}"
+    workers = "2 x procrastinate worker"
+    default_setting = "-c 1"
+    settings = {"-c 10": ("-c", "10")}
 
     def __init__(self) -> None:
         super().__init__()
@@ -47,9 +49,10 @@ class Peer(PgPeer):
     def bulk(self, n: int) -> None:
         incr.batch_defer(*({} for _ in range(n)))
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
         cli = os.path.join(os.path.dirname(sys.executable), "procrastinate")
-        command = [cli, "--app", f"{__name__}.app", "worker", "-q", "bench", "-c", str(CONCURRENCY)]
+        command = [cli, "--app", f"{__name__}.app", "worker", "-q", "bench", *(setting or ())]
         return [command + (["--one-shot"] if burst else [])] * processes
 
     def close(self) -> None:

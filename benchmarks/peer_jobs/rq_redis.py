@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.metadata
 import os
 import sys
+from collections.abc import Sequence
 
 from rq import Queue
 
@@ -24,6 +25,7 @@ class Peer(RedisPeer):
     burst = True  # its workers can stop when the queue is empty
     bulk_api = "Queue.enqueue_many()"
     workers = "2 x rq worker -w SimpleWorker"
+    default_setting = "one job at a time a process"
 
     def __init__(self) -> None:
         super().__init__()
@@ -42,7 +44,8 @@ class Peer(RedisPeer):
     def enqueue_stamp(self) -> None:
         self.queue.enqueue(stamp)
 
-    def worker_commands(self, processes: int, *, burst: bool) -> list[list[str]]:
+    def worker_commands(self, processes: int, *, burst: bool,
+                        setting: Sequence[str] | None = None) -> list[list[str]]:
         cli = os.path.join(os.path.dirname(sys.executable), "rq")
         command = [cli, "worker", "-w", "rq.worker.SimpleWorker", "-u", REDIS_URL, "-q", "bench"]
         return [command + (["--burst"] if burst else [])] * processes
