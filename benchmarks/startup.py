@@ -9,6 +9,12 @@ time includes the interpreter's start, ``import eventbus``, the app's import and
 start (forked from the supervisor after the import, or fresh interpreters with ``--spawn``).
 ``--against`` runs another checkout's worker the same way, interleaved run by run, so both see
 the same load.
+
+The worker runs in the plain venv ``peers.py`` gives eventbus (``$EVENTBUS_BENCH_VENV/eventbus``,
+built on first use: eventbus from this tree and its own dependencies, nothing else), so the
+figure is what an installed eventbus takes, not what this interpreter's site-packages add (an
+optional library such as OpenTelemetry, which redis-py imports when it finds it, or a ``.pth``
+file). ``--python`` runs it with this interpreter instead.
 """
 
 from __future__ import annotations
@@ -25,24 +31,25 @@ ROOT = pathlib.Path(__file__).resolve().parent.parent
 BENCH = ROOT / "benchmarks"
 sys.path.insert(0, str(BENCH))
 
+from peer_harness import venvs  # noqa: E402
 from peer_harness.redis_server import private_redis  # noqa: E402
 
 COUNTER = "bench:counter"
 
 
-def queue_jobs(url: str, n: int) -> None:
+def queue_jobs(python: str, url: str, n: int) -> None:
     """n jobs on the ``bench`` queue, pushed by a separate interpreter (this one stays bare)."""
     code = ("import eventbus; from peer_jobs import eventbus_redis as app; "
             f"eventbus.dispatch_many([app.Incr() for _ in range({n})])")
-    subprocess.run([sys.executable, "-c", code], env=_env(url, ROOT), cwd=BENCH, check=True)
+    subprocess.run([python, "-c", code], env=_env(url, ROOT), cwd=BENCH, check=True)
 
 
-def first_job_s(url: str, tree: pathlib.Path, processes: int, extra: list[str]) -> float:
+def first_job_s(python: str, url: str, tree: pathlib.Path, processes: int, extra: list[str]) -> float:
     """Seconds from launching the worker command to the counter's first move."""
     import redis
 
     client = redis.Redis.from_url(url)
-    command = [sys.executable, "-m", "eventbus", "work", "redis", "--app", "peer_jobs.eventbus_redis",
+    command = [python, "-m", "eventbus", "work", "redis", "--app", "peer_jobs.eventbus_redis",
                "--queue", "bench", "--processes", str(processes), "--quiet", "--stop-when-empty", *extra]
     launched = time.perf_counter()
     proc = subprocess.Popen(command, env=_env(url, tree), cwd=BENCH, stdout=subprocess.DEVNULL,
@@ -76,15 +83,23 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=200, help="jobs queued before each launch")
     parser.add_argument("--spawn", action="store_true", help="start the children afresh (--spawn)")
     parser.add_argument("--against", type=pathlib.Path, help="another checkout, measured interleaved")
+    parser.add_argument("--python", action="store_true",
+                        help="run the worker with this interpreter, not in the benchmark venv")
+    parser.add_argument("--venvs", type=pathlib.Path, default=venvs.DEFAULT_ROOT,
+                        help="where the benchmark venvs live (as for peers.py)")
     args = parser.parse_args()
     trees = {"this tree": ROOT, **({str(args.against): args.against.resolve()} if args.against else {})}
+    python = sys.executable if args.python else str(venvs.ensure(args.venvs, "eventbus", [], ROOT))
+    for tree in trees.values():  # what pip does for an installed package (see venvs.byte_compile)
+        venvs.byte_compile(python, tree)
     extra = ["--spawn"] if args.spawn else []
     times: dict[str, list[float]] = {label: [] for label in trees}
     with private_redis() as url:
         for _ in range(args.runs):
             for label, tree in trees.items():
-                queue_jobs(url, args.jobs)
-                times[label].append(first_job_s(url, tree, args.processes, extra if tree == ROOT else []))
+                queue_jobs(python, url, args.jobs)
+                times[label].append(first_job_s(python, url, tree, args.processes,
+                                                extra if tree == ROOT else []))
     for label, runs in times.items():
         shown = ", ".join(f"{t:.3f}" for t in runs)
         print(f"{label}: first job {statistics.median(runs):.3f} s after launch (median of "

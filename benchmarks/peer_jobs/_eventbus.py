@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.metadata
 from collections.abc import Sequence
 
 import eventbus
@@ -17,6 +16,9 @@ def dispatch_many(jobs: Sequence[eventbus.Job]) -> None:
 
 
 def version() -> str:
+    import importlib.metadata  # here, not at the top: the workers import this module, and the
+    # 10 ms it takes would count in eventbus's start-up
+
     return importlib.metadata.version("eventbus")
 
 
