@@ -1,19 +1,23 @@
--- Record a batch of finished jobs: each job's hash, its status's sorted set, its tags' sorted
--- sets; then trim the status sets and the touched tag sets by score (lazy trimming).
--- The record's JSON is stored as given, never decoded here.
--- KEYS: completed set, failed set, then one hash key per record, then one key per tag set
--- ARGV: completed cutoff, failed cutoff, record count R, then per record:
+-- Record a batch of finished jobs: each record in the records hash, its expiry in the expiry set,
+-- its uuid in its status's sorted set and its tags' sorted sets; then drop what has expired (lazy
+-- trimming, at most TRIM records a call) and trim the status sets and the touched tag sets.
+-- The record's JSON is stored as given, never decoded here. Every record lives in one hash rather
+-- than a key of its own: the state's SCANs (status, history, dashboard) read the whole keyspace,
+-- and an hour of completed jobs would be millions of keys.
+-- KEYS: completed set, failed set, records hash, expiry set, then one key per tag set
+-- ARGV: completed cutoff, failed cutoff, record count R, now (ms), then per record:
 --         uuid, status, finished at, expire at (ms), record JSON, tag count, the tag sets'
 --         positions in KEYS;
 --       then tag set count T, then per tag set: cutoff, ttl (ms)
+local TRIM = 1000
 local sets = {completed = KEYS[1], failed = KEYS[2]}
-local records = tonumber(ARGV[3])
-local at = 4
-for i = 1, records do
-  local key, uuid, status, finished = KEYS[2 + i], ARGV[at], ARGV[at + 1], ARGV[at + 2]
-  redis.call('del', key)
-  redis.call('hset', key, 'status', status, 'finished_at', finished, 'record', ARGV[at + 4])
-  redis.call('pexpireat', key, ARGV[at + 3])
+local records, expiry = KEYS[3], KEYS[4]
+local count = tonumber(ARGV[3])
+local at = 5
+for i = 1, count do
+  local uuid, status, finished = ARGV[at], ARGV[at + 1], ARGV[at + 2]
+  redis.call('hset', records, uuid, ARGV[at + 4])
+  redis.call('zadd', expiry, ARGV[at + 3], uuid)
   for name, set in pairs(sets) do
     if name == status then
       redis.call('zadd', set, finished, uuid)
@@ -27,14 +31,19 @@ for i = 1, records do
   end
   at = at + 6 + tags
 end
+local expired = redis.call('zrangebyscore', expiry, '-inf', ARGV[4], 'LIMIT', 0, TRIM)
+if #expired > 0 then
+  redis.call('hdel', records, unpack(expired))
+  redis.call('zrem', expiry, unpack(expired))
+end
 redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
 redis.call('zremrangebyscore', KEYS[2], '-inf', ARGV[2])
 local tagsets = tonumber(ARGV[at])
 at = at + 1
 for t = 1, tagsets do
-  local key = KEYS[2 + records + t]
+  local key = KEYS[4 + t]
   redis.call('zremrangebyscore', key, '-inf', ARGV[at])
   redis.call('pexpire', key, ARGV[at + 1])
   at = at + 2
 end
-return records
+return count
