@@ -16,15 +16,13 @@ decodes a record); the script drops the records whose retention ended and trims 
 it touches by score (lazy trimming: nothing runs in between), and every read skips a record
 whose retention ended since.
 
-The records share one hash instead of a key each (as the first release kept them,
-``...:job:{uuid}``, still read until they expire): the state's listings find their keys with
+The records share one hash instead of a key each: the state's listings find their keys with
 ``SCAN``, which reads every key of the database, and an hour of completed jobs at a thousand a
-second would be 3.6 million keys.
+second would be 3.6 million keys. Records end by the server's clock, as keys expire.
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
 from importlib import resources
 from typing import Any, TypeVar
@@ -70,10 +68,6 @@ class RedisJobRepository(JobRepository):
                 f"cannot reach Redis for the recent jobs of {self.connection!r} ({action}): {exc}",
                 connection=self.connection) from exc
 
-    def _legacy(self, uuid: str) -> str:
-        """Where the first release kept a record (a hash expiring with it)."""
-        return f"{self.base}job:{uuid}"
-
     def _tag(self, tag: str) -> str:
         return f"{self.base}tag:{tag}"
 
@@ -95,7 +89,7 @@ class RedisJobRepository(JobRepository):
         for record in records:
             for tag in record.tags:
                 tag_keys.setdefault(tag, 5 + len(tag_keys))
-        args: list[Any] = [now - retention[COMPLETED], now - retention[FAILED], len(records), int(now * 1000)]
+        args: list[Any] = [now - retention[COMPLETED], now - retention[FAILED], len(records)]
         for record in records:
             until_ms = int((record.finished_at + keep_s(record, retention, monitored)) * 1000)
             args.extend((record.uuid, record.status, repr(record.finished_at), until_ms,
@@ -110,30 +104,22 @@ class RedisJobRepository(JobRepository):
         return {"keys": keys, "args": args}
 
     # -- reading ----------------------------------------------------------------------------------
-    def _records(self, uuids: Iterable[str], now: float | None = None) -> list[JobRecord]:
-        """The live records of ``uuids``, in their order (a record whose retention has ended
-        and the script has not dropped yet is skipped)."""
+    def _records(self, uuids: Iterable[str]) -> list[JobRecord]:
+        """The live records of ``uuids``, in their order: a record whose retention has ended (by
+        the server's clock, as the script that drops it reads it) is skipped."""
         uuids = list(uuids)
         if not uuids:
             return []
         pipe = self.redis.pipeline(transaction=False)
+        pipe.time()
         pipe.hmget(self.base + RECORDS, uuids)
         for uuid in uuids:  # one ZSCORE each: ZMSCORE needs Redis 6.2, the driver supports 5.0
             pipe.zscore(self.base + EXPIRY, uuid)
-        texts, *until = pipe.execute()
-        now_ms = (time.time() if now is None else now) * 1000
-        found: dict[str, JobRecord | None] = {}
-        for uuid, text, ends in zip(uuids, texts, until):
-            if text is not None and ends is not None and ends > now_ms:
-                found[uuid] = JobRecord.from_text(_text(text))
-        missing = [uuid for uuid in uuids if uuid not in found]
-        if missing:  # kept by the first release, each in a hash of its own that expires with it
-            pipe = self.redis.pipeline(transaction=False)
-            for uuid in missing:
-                pipe.hgetall(self._legacy(uuid))
-            found.update((uuid, JobRecord.from_fields(fields))
-                         for uuid, fields in zip(missing, pipe.execute()) if fields)
-        return [r for r in (found.get(uuid) for uuid in uuids) if r is not None]
+        (seconds, micros), texts, *until = pipe.execute()
+        now_ms = seconds * 1000 + micros / 1000
+        found = (JobRecord.from_text(_text(text)) for text, ends in zip(texts, until)
+                 if text is not None and ends is not None and ends > now_ms)
+        return [r for r in found if r is not None]
 
     def _newest(self, key: str, status: str | None, limit: int) -> list[JobRecord]:
         """Up to ``limit`` live records of the index ``key``, newest first, of ``status`` or any."""
@@ -161,7 +147,7 @@ class RedisJobRepository(JobRepository):
 
     def _find(self, uuid: str, now: float) -> JobRecord | None:
         """The job's record while its retention lasts."""
-        found = self._call("find", lambda: self._records([uuid], now))
+        found = self._call("find", lambda: self._records([uuid]))
         return found[0] if found else None
 
     # -- monitored tags ---------------------------------------------------------------------------

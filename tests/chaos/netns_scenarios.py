@@ -220,9 +220,11 @@ def slow_links(quick: bool = True) -> Result:
         clean = drain("clean")
         ratios: dict[str, list[float]] = {}
         for name, _, _ in LINKS[1:]:
-            # A drain rate is a timing, and a machine busy with other work can halve one drain; such a
-            # drop does not repeat, while a link that really halves the rate does. So a drain below
-            # half the clean rate is measured again, beside a fresh clean drain, up to ATTEMPTS times.
+            # A drain rate is a timing, and the rest of a busy machine slows some drains more than
+            # others (every link is a forwarder process, chaos.netns_wire, that competes for the
+            # CPUs); a link that really halves the rate does so every time. So a drain below half
+            # the clean rate is measured again, each time beside a fresh clean drain that meets the
+            # same load, up to SLOW_LINK_ATTEMPTS times; the best of those ratios is checked.
             ratios[name] = [drain(name) / clean]
             while ratios[name][-1] < 0.5 and len(ratios[name]) < SLOW_LINK_ATTEMPTS:
                 clean = drain("clean")
@@ -254,7 +256,8 @@ def _drain_rate(scene: Scene, target: Target, workers: Sequence[Worker], uuids: 
     for w in workers:
         w.signal(signal.SIGCONT)
     wait_until(settled(scene, target, batch), 300, 0.05)
-    finished = max((e.t for e in scene.ledger.entries() if e.kind == "done" and e.uuid in set(batch)),
+    mine = set(batch)
+    finished = max((e.t for e in scene.ledger.entries() if e.kind == "done" and e.uuid in mine),
                    default=time.monotonic())
     return jobs / max(finished - started, 1e-6)
 

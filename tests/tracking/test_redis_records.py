@@ -1,11 +1,10 @@
 """How the Redis recent-jobs store lays out its records: one hash per connection, not a key per
 job, because the state's listings (``eventbus status``, the history, the dashboard) find their
-keys with ``SCAN``, which reads every key of the database; and the records the first release
-kept in a hash each are still read until they expire."""
+keys with ``SCAN``, which reads every key of the database; records end by the server's clock,
+whichever worker writes; and the hash ends with its last record."""
 
 from __future__ import annotations
 
-import json
 import time
 
 import redis
@@ -54,19 +53,21 @@ def test_a_record_past_its_retention_is_not_read_and_is_dropped_by_the_next_writ
     assert not redis_client.hexists(records, "soon") and redis_client.hlen(records) == 2
 
 
-def test_records_kept_by_the_first_release_are_still_found_until_they_expire(
-        redis_client: redis.Redis) -> None:
+def test_a_writer_whose_clock_runs_ahead_drops_no_record_of_the_others(redis_client: redis.Redis) -> None:
     configure()
     store = repository("one")
-    store.record([job("new")], RETENTION)
-    [index] = [k.decode() for k in redis_client.keys("*") if k.endswith(b":completed")]
-    base = index[: -len("completed")]
-    old = job("old", ago_s=5)
-    redis_client.hset(f"{base}job:old", mapping=old.to_fields())  # as the first release wrote it
-    redis_client.expire(f"{base}job:old", 3600)
-    redis_client.zadd(index, {"old": old.finished_at})
-    assert store.find("old") == old
-    assert [r.uuid for r in store.recent(COMPLETED)] == ["new", "old"]
-    redis_client.delete(f"{base}job:old")  # it expired
-    assert store.find("old") is None and [r.uuid for r in store.recent(COMPLETED)] == ["new"]
-    assert json.loads(redis_client.hget(f"{base}records", "new"))["uuid"] == "new"
+    store.record([job("fresh")], RETENTION)
+    # a worker whose clock is two hours ahead writes its batch: the records end by the server's
+    # clock, so "fresh" keeps its hour
+    store._record([job("ahead")], dict(RETENTION), time.time() + 7200)  # the writer's own now
+    assert store.find("fresh") is not None
+
+
+def test_the_records_hash_ends_with_its_last_record(redis_client: redis.Redis) -> None:
+    configure()
+    store = repository("one")
+    store.record([job("a", ago_s=600), job("b", FAILED)], RETENTION)
+    keys = {k.decode().rsplit(":", 1)[-1]: k for k in redis_client.keys("*")}
+    for name in ("records", "expiry"):
+        left_ms = redis_client.pttl(keys[name])
+        assert 7200_000 - 5_000 < left_ms <= 7200_000  # the failed record's two hours

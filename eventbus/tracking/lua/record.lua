@@ -4,16 +4,23 @@
 -- The record's JSON is stored as given, never decoded here. Every record lives in one hash rather
 -- than a key of its own: the state's SCANs (status, history, dashboard) read the whole keyspace,
 -- and an hour of completed jobs would be millions of keys.
+-- Records end by the server's clock (TIME), as keys expire: one worker's clock running ahead must
+-- not drop the records of the others.
 -- KEYS: completed set, failed set, records hash, expiry set, then one key per tag set
--- ARGV: completed cutoff, failed cutoff, record count R, now (ms), then per record:
+-- ARGV: completed cutoff, failed cutoff, record count R, then per record:
 --         uuid, status, finished at, expire at (ms), record JSON, tag count, the tag sets'
 --         positions in KEYS;
 --       then tag set count T, then per tag set: cutoff, ttl (ms)
 local TRIM = 1000
+if redis.replicate_commands then
+  redis.replicate_commands()  -- Redis < 7: TIME in a script that writes needs effects replication
+end
+local clock = redis.call('TIME')
+local now_ms = tonumber(clock[1]) * 1000 + math.floor(tonumber(clock[2]) / 1000)
 local sets = {completed = KEYS[1], failed = KEYS[2]}
 local records, expiry = KEYS[3], KEYS[4]
 local count = tonumber(ARGV[3])
-local at = 5
+local at = 4
 for i = 1, count do
   local uuid, status, finished = ARGV[at], ARGV[at + 1], ARGV[at + 2]
   redis.call('hset', records, uuid, ARGV[at + 4])
@@ -31,10 +38,17 @@ for i = 1, count do
   end
   at = at + 6 + tags
 end
-local expired = redis.call('zrangebyscore', expiry, '-inf', ARGV[4], 'LIMIT', 0, TRIM)
+local expired = redis.call('zrangebyscore', expiry, '-inf', now_ms, 'LIMIT', 0, TRIM)
 if #expired > 0 then
   redis.call('hdel', records, unpack(expired))
   redis.call('zrem', expiry, unpack(expired))
+end
+-- the hash and its expiry set end with their last record: a connection that stops recording
+-- leaves nothing behind
+local last = redis.call('zrange', expiry, -1, -1, 'WITHSCORES')
+if #last > 0 then
+  redis.call('pexpireat', records, last[2])
+  redis.call('pexpireat', expiry, last[2])
 end
 redis.call('zremrangebyscore', KEYS[1], '-inf', ARGV[1])
 redis.call('zremrangebyscore', KEYS[2], '-inf', ARGV[2])
