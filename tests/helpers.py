@@ -84,6 +84,30 @@ class WorkerProcess:
         self.proc.wait()
 
 
+def backend_url(kind: str, request: object, tmp_path: pathlib.Path, name: str,
+                tables: tuple[str, ...]) -> tuple[str, str]:
+    """The driver and URL of a ``backend`` fixture's ``kind`` (redis, sqlite, postgres): Redis's
+    test database emptied, a fresh SQLite file ``name``, PostgreSQL's ``tables`` dropped (skipped
+    when PostgreSQL does not answer)."""
+    import pytest
+    import sqlalchemy as sa
+
+    if kind == "redis":
+        request.getfixturevalue("redis_client")  # type: ignore[attr-defined]
+        return "redis", REDIS_URL
+    if kind == "sqlite":
+        return "database", f"sqlite:///{tmp_path}/{name}.sqlite3"
+    reason = database_reason(PG_URL)
+    if reason:
+        pytest.skip(reason)
+    engine = sa.create_engine(PG_URL)
+    with engine.begin() as conn:
+        for table in tables:
+            conn.execute(sa.text(f"DROP TABLE IF EXISTS {table}"))
+    engine.dispose()
+    return "database", PG_URL
+
+
 def run_worker(start_worker: object, *args: str, env: dict[str, str] | None = None,
                timeout: float = 60) -> tuple[int, str, str]:
     """Run a worker to completion; return (exit code, stdout, stderr)."""

@@ -22,28 +22,17 @@ from eventbus.runtime import settings
 Step = dict[str, Any]
 
 
-@registry.serializable
-@dataclasses.dataclass(frozen=True)
-class Batch:
-    """A batch as it is now (re-read it with :meth:`fresh`)."""
+class BatchProgress:
+    """What a batch's counts and times say: shared by :class:`Batch` and the test fake, which
+    must read alike."""
 
     id: str
     connection: str
-    name: str
     total: int
     pending: int
     failed: int
-    created_at: float
-    cancelled_at: float | None = None
-    finished_at: float | None = None
-    #: The uuids of the jobs that failed for good, in order (steps of a chain that will never
-    #: run because an earlier step failed count as failed too).
-    failed_job_ids: tuple[str, ...] = ()
-
-    @classmethod
-    def of(cls, record: BatchRecord, connection: str) -> Batch:
-        return cls(record.id, connection, record.name, record.total, record.pending, record.failed,
-                   record.created_at, record.cancelled_at, record.finished_at, record.failed_job_ids)
+    cancelled_at: float | None
+    finished_at: float | None
 
     @property
     def ref(self) -> str:
@@ -70,6 +59,30 @@ class Batch:
     @property
     def has_failures(self) -> bool:
         return self.failed > 0
+
+
+@registry.serializable
+@dataclasses.dataclass(frozen=True)
+class Batch(BatchProgress):
+    """A batch as it is now (re-read it with :meth:`fresh`)."""
+
+    id: str
+    connection: str
+    name: str
+    total: int
+    pending: int
+    failed: int
+    created_at: float
+    cancelled_at: float | None = None
+    finished_at: float | None = None
+    #: The uuids of the jobs that failed for good, in order (steps of a chain that will never
+    #: run because an earlier step failed count as failed too).
+    failed_job_ids: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, record: BatchRecord, connection: str) -> Batch:
+        return cls(record.id, connection, record.name, record.total, record.pending, record.failed,
+                   record.created_at, record.cancelled_at, record.finished_at, record.failed_job_ids)
 
     def fresh(self) -> Batch:
         found = find(self.ref)

@@ -24,12 +24,12 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from eventbus.batches import PendingBatch
-from eventbus.batching.batch import counted
+from eventbus.batching.batch import BatchProgress, counted
 from eventbus.payload import new_uuid
 
 
 @dataclasses.dataclass
-class BatchFake:
+class BatchFake(BatchProgress):
     """A batch that records what is done to it; it reads like :class:`~eventbus.Batch`."""
 
     id: str = dataclasses.field(default_factory=new_uuid)
@@ -45,30 +45,6 @@ class BatchFake:
     #: Jobs given to :meth:`add`, in order (a list inside is a chain, as given).
     added: list[Any] = dataclasses.field(default_factory=list)
     deleted: bool = False
-
-    @property
-    def ref(self) -> str:
-        return f"{self.id}@{self.connection}"
-
-    @property
-    def processed(self) -> int:
-        return self.total - self.pending
-
-    @property
-    def progress(self) -> float:
-        return 100.0 * self.processed / self.total if self.total else 100.0
-
-    @property
-    def cancelled(self) -> bool:
-        return self.cancelled_at is not None
-
-    @property
-    def finished(self) -> bool:
-        return self.finished_at is not None
-
-    @property
-    def has_failures(self) -> bool:
-        return self.failed > 0
 
     def fresh(self) -> BatchFake:
         return self
