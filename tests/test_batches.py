@@ -139,7 +139,9 @@ def test_a_batch_nested_four_levels_deep_in_a_chain_dispatches_and_runs(backend:
     eventbus.chain([eventbus.batch([[N("a"), eventbus.batch([N("b")]).then(Report("inner"))]])
                     .then(Report("outer")), N("after")]).dispatch()
     backend.start_workers(2)
-    wait_for(lambda: "after" in backend.ran(), timeout=60)
+    # "after" and the outer batch's ``then`` are pushed when that batch finishes, as two jobs that
+    # two workers may run in either order: wait for both callbacks too before looking
+    wait_for(lambda: "after" in backend.ran() and len(backend.callbacks()) >= 2, timeout=60)
     assert backend.order() == ["a", "b", "after"]
     assert set(backend.callbacks()) == {"inner", "outer"}
 
