@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+import uuid
 
 import pytest
 import redis
@@ -67,18 +68,27 @@ def test_worker_reconnects_after_postgres_drops_it(redis_client: redis.Redis, st
     if reason:
         pytest.skip(reason)
     eventbus.configure(default="database", connections={"database": {"driver": "database", "url": PG_URL}})
-    eventbus.connection().clear()
-    w = start_worker("--sleep", "0.2", "--quiet", env={"EVENTBUS_CONNECTION": "database", "TEST_DB_URL": PG_URL})
+    # A queue of its own: no other worker on this database can take (and fail) the job.
+    queue = f"pg-drop-{uuid.uuid4().hex[:8]}"
+    w = start_worker("--sleep", "0.2", "--queue", queue, env={"EVENTBUS_CONNECTION": "database", "TEST_DB_URL": PG_URL})
     time.sleep(1.5)
-    engine = sa.create_engine(PG_URL)
-    with engine.begin() as conn:
-        dropped = conn.execute(sa.text(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-            "WHERE datname = current_database() AND pid <> pg_backend_pid() AND backend_type = 'client backend'")).scalar()
+    others = ("FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
+              "AND backend_type = 'client backend'")
+    engine = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
+    with engine.connect() as conn:  # the worker is connected (a loaded machine starts it slowly)
+        wait_for(lambda: conn.execute(sa.text(f"SELECT count(*) {others}")).scalar(), timeout=20)
+        dropped = conn.execute(sa.text(f"SELECT count(pg_terminate_backend(pid)) {others}")).scalar()
     engine.dispose()
     assert dropped and dropped >= 1
-    jobs.Record(1).dispatch()
-    wait_for(lambda: redis_client.lrange("trace:ran", 0, -1) == [b"1"], timeout=30)
+    jobs.Record(1).dispatch(queue=queue)
+    try:
+        wait_for(lambda: redis_client.lrange("trace:ran", 0, -1) == [b"1"], timeout=30)
+    except AssertionError:
+        waiting, failed = eventbus.connection().size(queue), len(eventbus.failed_store().all())
+        w.kill()
+        _, err = w.output()
+        raise AssertionError(f"the job did not run in 30 s ({waiting} waiting, {failed} failed); "
+                             f"the worker said:\n{err}") from None
     assert w.proc.poll() is None
     w.signal(signal.SIGTERM)
     assert w.wait() == 0
