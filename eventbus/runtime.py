@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Any
 from eventbus.config import Settings, build_settings, integrations_from_environment, refuse_unknown_settings
 from eventbus.errors import ConfigurationError
 from eventbus.failed import FailedJobStore, store_for
+from eventbus.failed import prepare_fork as prepare_failed_store
 from eventbus.queue.base import Queue
 from eventbus.queue.capabilities import WorkerSignals, supports
 from eventbus.queue.drivers import driver_class
@@ -265,6 +266,22 @@ def connection(name: str | None = None) -> Queue:
 
 
 _queue_of = connection  # for state(), whose parameter is named ``connection``
+
+
+def prepare_fork(name: str | None = None) -> None:
+    """Before a supervisor forks its workers: load what each of them would load before its
+    first job on the named (or default) connection (:meth:`Queue.prepare_fork`). Connects to
+    nothing; a driver that fails to prepare is left for each worker to report."""
+    current = settings()
+    config = current.connection_config(name or current.default)
+    try:
+        driver_class(config["driver"]).prepare_fork(config)
+        prepare_failed_store(current.failed)
+    except Exception:  # noqa: BLE001 - only a head start: the worker meets the real error
+        import logging
+
+        logging.getLogger(__name__).debug("could not prepare connection %r before forking", name,
+                                          exc_info=True)
 
 
 def connection_names(*, with_workers: bool = False) -> list[str]:

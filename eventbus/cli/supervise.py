@@ -69,6 +69,9 @@ def supervise(ctx: click.Context, config_file: str | None, quiet: bool) -> None:
         work = forked_work(options.connection, worker, quiet=quiet) if forking else None
         return Supervisor(worker_argv(options, queues, app, quiet), processes, name=name, work=work)
 
+    if forking:  # what every child would load before its first job, loaded once here
+        for connection in {s.connection for s in supervisors.values()}:
+            runtime.prepare_fork(connection)
     runtime.close()  # what the app's import connected belongs to this process, not to the children
     ctx.exit(Master(list(supervisors.values()), pool).run())
 

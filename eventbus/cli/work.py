@@ -151,6 +151,7 @@ def supervise(ctx: click.Context, processes: int, connection: str | None, option
             exporter.close()
     if not forks_workers(spawn):
         return Supervisor(argv, processes, restart=not stops, name=options.name).run()
+    runtime.prepare_fork(connection)  # what every child would load before its first job, once
     runtime.close()  # what the app's import connected belongs to this process, not to the children
     return Supervisor(argv, processes, restart=not stops, name=options.name,
                       work=forked_work(connection, options, quiet=quiet)).run()

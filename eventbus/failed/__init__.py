@@ -63,6 +63,19 @@ def store_for(url: str, scope: Mapping[str, str] | None = None) -> FailedJobStor
     return DatabaseFailedJobStore(bare, table=last_param(params, "table") or scope.get("table") or "failed_jobs")
 
 
+def prepare_fork(url: str) -> None:
+    """Load the store module ``url`` needs (and its scripts) before a supervisor forks its
+    workers, each of which opens the store; nothing connects."""
+    if url == "memory":
+        return
+    if urlsplit(url).scheme in REDIS_SCHEMES:
+        from eventbus.failed import redis as failed_redis
+
+        failed_redis.prepare_fork()
+    else:
+        from eventbus.failed import database as failed_database  # noqa: F401 - for the children
+
+
 def _without_params(url: str, names: tuple[str, ...]) -> tuple[str, dict[str, list[str]]]:
     """``url`` without the query parameters ``names`` (untouched when it has none of them), and
     their values."""
@@ -78,4 +91,4 @@ def _without_params(url: str, names: tuple[str, ...]) -> tuple[str, dict[str, li
 
 
 __all__ = ["DatabaseFailedJobStore", "FailedJob", "FailedJobStore", "MemoryFailedJobStore",
-           "RedisFailedJobStore", "describe_exception", "store_for"]
+           "RedisFailedJobStore", "describe_exception", "prepare_fork", "store_for"]

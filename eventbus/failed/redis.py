@@ -33,6 +33,7 @@ from eventbus.errors import ConnectionUnavailableError, EventBusError
 from eventbus.failed.base import FailedJob, FailedJobStore, FailOutcome, alternative_record
 from eventbus.queue.base import QueueJob
 from eventbus.queue.redis import RedisQueue, client_for, load_script
+from eventbus.queue.redis.queue import _script as script_source
 from eventbus.queue.redis.errors import LOST_CONNECTION
 from eventbus.queue.redis.topology import scan_nodes
 from eventbus.urls import redact_url
@@ -45,6 +46,16 @@ Keys = tuple[str, str]
 #: How long the shards a scan found stand for the servers' keys before the next scan.
 SHARDS_TTL_S = 2.0
 SHARD_SUFFIX = "}:failed:index"
+
+
+#: The store's scripts, beside the queue's (``eventbus/queue/lua``).
+SCRIPTS = ("failed_save", "failed_forget", "failed_prune")
+
+
+def prepare_fork() -> None:
+    """Read the scripts before a supervisor forks its workers (``eventbus.failed.prepare_fork``)."""
+    for name in SCRIPTS:
+        script_source(name)
 
 
 class RedisFailedJobStore(FailedJobStore):

@@ -369,6 +369,16 @@ class Queue(abc.ABC):
         return merged
 
     @classmethod
+    def prepare_fork(cls, config: Mapping[str, Any]) -> None:
+        """Load what every worker of this driver loads when it starts (modules, script sources,
+        lookups that are the same in every process), without connecting to anything.
+
+        A supervisor calls it once before it forks its children (``eventbus work --processes
+        N``): each child then finds it loaded and goes straight to its first job, instead of
+        every child doing the same work at the same moment on the same cores. Default: nothing.
+        """
+
+    @classmethod
     def failed_store_url(cls, config: Mapping[str, Any]) -> str | None:
         """Where this connection's failed jobs live by default (None: the embedded SQLite file)."""
         return None

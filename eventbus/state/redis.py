@@ -8,6 +8,7 @@ Redis Cluster too; expiry is Redis's own.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from importlib import resources
 from typing import Any, TypeVar
@@ -21,8 +22,16 @@ from eventbus.state.base import StateStore
 T = TypeVar("T")
 
 
+@functools.cache
 def _script(name: str) -> str:
+    """A script's source, read once per process (and by a supervisor for its forked workers)."""
     return resources.files("eventbus.state").joinpath(f"lua/{name}.lua").read_text()
+
+
+def prepare_fork() -> None:
+    """Read the scripts before a supervisor forks its workers (see ``Queue.prepare_fork``)."""
+    for name in ("incr", "delete_if"):
+        _script(name)
 
 
 def _ms(ttl_s: float | None) -> int | None:

@@ -77,6 +77,7 @@ def async_client_for(topology: redis_topology.Topology, *, socket_timeout_s: flo
                                        **options)
         client.commands_parser = LiveCommandsParser(client)
         return client
+    options.update(redis_topology.driver_identity())
     if topology.kind == redis_topology.SENTINEL:
         return redis_topology.sentinel_manager(topology, Sentinel, options).master_for(topology.service)
     pool = redis.asyncio.BlockingConnectionPool.from_url(

@@ -78,7 +78,15 @@ COMMAND_TIMEOUT_S = 5.0
 DUE_HINT_S = 0.05
 
 
+#: The queue's scripts (``eventbus/queue/lua``; the failed store's are there too).
+QUEUE_SCRIPTS = ("push", "push_many", "reserve", "delete", "release", "clear", "peek",
+                 "count_exception", "hold_failure", "fail", "find", "cancel", "list_jobs")
+
+
+@functools.cache
 def _script(name: str) -> str:
+    """A script's source, read once per process (and inherited by forked workers: see
+    :meth:`RedisQueue.prepare_fork`)."""
     return resources.files("eventbus.queue").joinpath(f"lua/{name}.lua").read_text()
 
 
@@ -185,11 +193,19 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
             redis.connection.parse_url(self.topology.url), name=client_name,  # type: ignore[no-untyped-call]
             margin_s=10.0, timeout_s=redis_cluster_wait.TIMEOUT_S)
             if self.cluster and redis_cluster_wait.supports(self.topology.url) else None)
-        self._scripts = {
-            name: load_script(self.redis, name)
-            for name in ("push", "push_many", "reserve", "delete", "release", "clear", "peek",
-                         "count_exception", "hold_failure", "fail", "find", "cancel", "list_jobs")
-        }
+        self._scripts = {name: load_script(self.redis, name) for name in QUEUE_SCRIPTS}
+
+    @classmethod
+    def prepare_fork(cls, config: Mapping[str, Any]) -> None:
+        """Every script's source (the queue's and its state store's) and the codec a host
+        name's lookup loads: what each forked worker would otherwise load for itself before its
+        first job (the failed store is the runtime's: ``eventbus.failed.prepare_fork``)."""
+        from eventbus.state import redis as state_redis
+
+        for name in QUEUE_SCRIPTS:
+            _script(name)
+        state_redis.prepare_fork()
+        "localhost".encode("idna")  # socket.getaddrinfo() imports this codec on its first name
 
     @property
     def _blocking(self) -> Any:
