@@ -21,13 +21,16 @@ from eventbus.errors import DeserializationError, SerializationError
 HANDLER_NAME = "eventbus.CallQueuedHandler@call"
 FORMAT_VERSION = 1
 def new_uuid() -> str:
-    """A random (version 4) UUID as text: what ``str(uuid.uuid4())`` gives, in a quarter of the time
-    (one per dispatched job)."""
-    raw = bytearray(os.urandom(16))
-    raw[6] = raw[6] & 0x0F | 0x40
-    raw[8] = raw[8] & 0x3F | 0x80
-    h = raw.hex()
-    return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+    """A random (version 4) UUID as text: what ``str(uuid.uuid4())`` gives, in a third of the time
+    (one per dispatched job). The version digit is ``4``; the variant digit keeps two of its
+    random bits (``8``, ``9``, ``a`` or ``b``), as ``uuid4`` does."""
+    h = _urandom(16).hex()
+    return f"{h[:8]}-{h[8:12]}-4{h[13:16]}-{_VARIANT[h[16]]}{h[17:20]}-{h[20:]}"
+
+
+_urandom = os.urandom
+#: A random hex digit -> the RFC 4122 variant digit with the same two low bits.
+_VARIANT = {digit: "89ab"[int(digit, 16) & 3] for digit in "0123456789abcdef"}
 
 
 class _NoHeaders(dict[str, str]):
@@ -420,6 +423,14 @@ class Payload:
             missing, unknown = _FIELD_NAMES - fields.keys(), fields.keys() - _FIELD_NAMES
             raise TypeError(f"Payload.checked() needs every field and no other; missing "
                             f"{sorted(missing)}, unknown {sorted(unknown)}")
+        return cls._assemble(fields, key)
+
+    @classmethod
+    def from_fields(cls, fields: dict[str, Any], key: str | None = None) -> Payload:
+        """:meth:`checked` for a caller that builds every field itself and whose tests check
+        that it does (:func:`eventbus.dispatching.payloads.make_payload`, once per dispatched
+        job): without the keyword arguments and the check of their names, a third of its cost.
+        ``fields`` becomes the payload's own (the caller must not keep it)."""
         return cls._assemble(fields, key)
 
     def replace(self, *, key: str | None = None, **changes: Any) -> Payload:

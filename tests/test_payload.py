@@ -45,7 +45,7 @@ def test_payload_round_trips() -> None:
 
 
 def test_the_fast_constructor_builds_what_the_dataclass_builds_and_refuses_a_missing_field() -> None:
-    built = make_payload(Podcast(7))  # through Payload.checked
+    built = make_payload(Podcast(7))  # through Payload.from_fields
     again = Payload.from_dict(json.loads(built.to_json()))  # through Payload.checked
     assert again == built == dataclasses.replace(built)  # the dataclass's own __init__
     assert vars(built).keys() == vars(again).keys() == {f.name for f in dataclasses.fields(Payload)}

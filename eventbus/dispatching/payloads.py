@@ -86,30 +86,29 @@ def make_payload(command: Any, *, display_name: str | None = None,
         encoded = encryption.seal(encoded, key)
     timeout = option(command, "timeout")
     tries = option(command, "tries")
-    return Payload.checked(
-        key=key,
-        display_name=display_name or getattr(command, "display_name", None) or name,
-        command_name=name,
-        command=encoded,
-        uuid=new_uuid(),
-        job=HANDLER_NAME,
-        max_tries=tries,
-        max_exceptions=option(command, "max_exceptions"),
-        backoff=_backoff_list(option(command, "backoff"), tries),
-        timeout=float(timeout) if timeout is not None else None,
-        retry_until=_retry_until_timestamp(getattr(command, "retry_until", None)),
-        fail_on_timeout=bool(option(command, "fail_on_timeout", False)),
-        attempts=0,
-        pushed_at=time.time(),
-        chained=tuple(chained or getattr(command, "_chained", None) or ()),
-        unique=unique,
-        batch_id=batch_id,
-        chain_catch=tuple(chain_catch or ()),
-        chain_finally=tuple(chain_finally or ()),
-        signature=None,
-        headers=NO_HEADERS,
-        tags=tags,
-    )
+    return Payload.from_fields({
+        "display_name": display_name or getattr(command, "display_name", None) or name,
+        "command_name": name,
+        "command": encoded,
+        "uuid": new_uuid(),
+        "job": HANDLER_NAME,
+        "max_tries": tries,
+        "max_exceptions": option(command, "max_exceptions"),
+        "backoff": _backoff_list(option(command, "backoff"), tries),
+        "timeout": float(timeout) if timeout is not None else None,
+        "retry_until": _retry_until_timestamp(getattr(command, "retry_until", None)),
+        "fail_on_timeout": bool(option(command, "fail_on_timeout", False)),
+        "attempts": 0,
+        "pushed_at": time.time(),
+        "chained": tuple(chained or getattr(command, "_chained", None) or ()),
+        "unique": unique,
+        "batch_id": batch_id,
+        "chain_catch": tuple(chain_catch or ()),
+        "chain_finally": tuple(chain_finally or ()),
+        "signature": None,
+        "headers": NO_HEADERS,
+        "tags": tags,
+    }, key)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -112,10 +112,25 @@ Plan = Generator[Effect, Any, T]
 
 # -- plans -----------------------------------------------------------------------------------------
 
-def dispatch(job: Any, *, queue: str | None = None, delay: Delay | None = None,
-             connection: str | None = None, after_commit: bool | None = None) -> Plan[str | None]:
-    """:func:`eventbus.dispatch`: build the payload, then push it now or when the transaction
-    commits; the uuid, or None for a unique job dropped as a duplicate."""
+@dataclasses.dataclass(frozen=True, slots=True)
+class Prepared:
+    """A job made ready to push: every option read (each read once: an option may be a method)
+    and its payload built. Nothing has waited or changed anywhere yet."""
+
+    payload: Payload
+    destination: Destination
+    window: float | None
+    held: bool
+
+    @property
+    def plain(self) -> bool:
+        """Pushed as is: not debounced, not unique, not held until a transaction commits."""
+        return self.window is None and self.payload.unique is None and not self.held
+
+
+def prepare(job: Any, *, queue: str | None = None, delay: Delay | None = None,
+            connection: str | None = None, after_commit: bool | None = None) -> Prepared:
+    """Read ``job``'s options and build its payload (:func:`dispatch`'s first half)."""
     window = debounce.window_of(job)
     if window is not None and delay is None and option(job, "delay") is None:
         delay = window  # a debounced job waits out its window before it may run
@@ -123,10 +138,37 @@ def dispatch(job: Any, *, queue: str | None = None, delay: Delay | None = None,
     name = command_name(job)
     lock = unique.lock_for(job, name, destination.connection)
     payload = make_payload(job, unique=lock, name=name)
-    if holds_until_commit(job, after_commit):
-        deferred: str | None = yield Defer(payload, destination, job, window)
+    return Prepared(payload, destination, window, holds_until_commit(job, after_commit))
+
+
+def dispatch(job: Any, *, queue: str | None = None, delay: Delay | None = None,
+             connection: str | None = None, after_commit: bool | None = None) -> Plan[str | None]:
+    """:func:`eventbus.dispatch`: build the payload, then push it now or when the transaction
+    commits; the uuid, or None for a unique job dropped as a duplicate."""
+    ready = prepare(job, queue=queue, delay=delay, connection=connection, after_commit=after_commit)
+    return (yield from push_prepared(ready, job))
+
+
+def push_prepared(ready: Prepared, job: Any) -> Plan[str | None]:
+    """:func:`dispatch`'s second half: push a prepared job now, or when the transaction commits."""
+    if ready.held:
+        deferred: str | None = yield Defer(ready.payload, ready.destination, job, ready.window)
         return deferred
-    return (yield from push_unique(payload, destination, job, debounce_s=window))
+    return (yield from push_unique(ready.payload, ready.destination, job, debounce_s=ready.window))
+
+
+def collect(ready: Prepared, job: Any) -> bool:
+    """Add a plain prepared job to the enclosing bulk block's list, in place, when the block
+    takes it and has room: what :func:`push_prepared` comes to for such a job, without running a
+    plan (a bulk push of plain jobs spends a quarter of its time on running the plans). False
+    when the job needs its plan (then nothing was done)."""
+    if not ready.plain:
+        return False
+    buffer = block_taking(ready.destination)
+    if buffer is None or buffer.full:
+        return False
+    buffer.items.append((ready.payload, ready.destination, job))
+    return True
 
 
 def push_payload(payload: Payload, destination: Destination, command: Any = None) -> Plan[str]:

@@ -36,10 +36,17 @@ def dispatch_many(jobs: Iterable[Any], *, queue: str | None = None, connection: 
     Each job keeps its own options (its own queue and connection win unless given here, its own
     delay); the arguments apply as they would to :func:`dispatch`.
     """
+    uuids: list[str] = []
     with bulk_pushes():
-        return [uuid for uuid in (dispatch(job, queue=queue, connection=connection,
-                                           after_commit=after_commit) for job in jobs)
-                if uuid is not None]
+        for job in jobs:
+            ready = plan.prepare(job, queue=queue, connection=connection, after_commit=after_commit)
+            if plan.collect(ready, job):  # the common case, without a plan to run
+                uuids.append(ready.payload.uuid)
+                continue
+            uuid = run(plan.push_prepared(ready, job))
+            if uuid is not None:
+                uuids.append(uuid)
+    return uuids
 
 
 def emit_many(events: Iterable[Any]) -> list[list[Any]]:

@@ -16,6 +16,7 @@ from helpers import traces
 
 import eventbus
 from eventbus import Event, JobQueued, Worker, WorkerOptions
+from eventbus.queue.redis.queue import STREAM_CHUNK
 from eventbus.testing import fake_queue
 from listeners import listener
 
@@ -46,17 +47,52 @@ def counted_redis(use_redis: redis.Redis, tmp_path: pathlib.Path) -> Iterator[re
         client.close()
 
 
-def test_dispatch_many_is_one_round_trip_per_queue(use_redis: redis.Redis, counted_redis: redis.Redis) -> None:
+def test_dispatch_many_streams_one_script_call_per_chunk(use_redis: redis.Redis, counted_redis: redis.Redis) -> None:
+    """Sent every 500 jobs (``BULK_FLUSH_EVERY``) as script calls of ``STREAM_CHUNK`` jobs each,
+    written one after the other and their replies read together: the server stores a chunk
+    while the next one is encoded."""
     warm_up()
     queued: list[JobQueued] = []
     eventbus.listen(JobQueued, queued.append)
     counted_redis.config_resetstat()
     uuids = eventbus.dispatch_many(jobs.Record(n) for n in range(1200))
-    assert count_commands(counted_redis) == 3  # one script call per 500 jobs
+    assert STREAM_CHUNK == 100
+    assert count_commands(counted_redis) == 5 + 5 + 2  # flushes of 500, 500 and 200 jobs
     assert len(uuids) == len(set(uuids)) == 1200 and len(queued) == 1200
     assert eventbus.connection().size() == 1200
     assert drain() == 0
     assert traces(use_redis, "ran") == [str(n) for n in range(1200)]
+
+
+def test_a_streamed_chunk_the_server_has_no_script_for_is_sent_again(use_redis: redis.Redis,
+                                                                      counted_redis: redis.Redis) -> None:
+    warm_up()
+    counted_redis.script_flush()  # a restarted server: every chunk of the stream meets NOSCRIPT
+    uuids = eventbus.dispatch_many(jobs.Record(n) for n in range(250))
+    assert len(uuids) == 250 and eventbus.connection().size() == 250
+    assert drain() == 0
+    assert traces(use_redis, "ran") == [str(n) for n in range(250)]
+
+
+class Unencodable(eventbus.Job):
+    def __init__(self, n: float) -> None:
+        self.n = n
+
+    def handle(self) -> None: ...
+
+
+def test_a_payload_that_cannot_be_encoded_mid_stream_leaves_the_connection_in_step(
+        use_redis: redis.Redis, counted_redis: redis.Redis) -> None:
+    """Its chunk and the later ones are not sent; the chunks written before it are queued, and
+    their replies are read before the error goes on, so the next push reads its own reply."""
+    warm_up()
+    batch = [jobs.Record(n) for n in range(150)] + [Unencodable(float("nan"))] + [jobs.Record(n) for n in range(3)]
+    with pytest.raises(eventbus.SerializationError, match="NaN"):
+        eventbus.dispatch_many(batch)
+    q = eventbus.connection()
+    assert q.size() == 100  # the first chunk
+    jobs.Record(1000).dispatch()
+    assert q.size() == 101
 
 
 def test_dispatch_many_keeps_each_jobs_own_queue_and_delay(use_redis: redis.Redis) -> None:

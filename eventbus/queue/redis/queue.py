@@ -31,7 +31,7 @@ from __future__ import annotations
 import functools
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from typing import Any, TypeVar
 
@@ -71,6 +71,8 @@ from eventbus.urls import redact_url
 
 T = TypeVar("T")
 BULK_CHUNK = 500
+#: Jobs per ``push_many`` call when a bulk push is streamed over the hot path (see ``_stream_bulk``).
+STREAM_CHUNK = 100
 #: Socket timeout of every command but the blocking wait: Redis answers in milliseconds, and an
 #: acknowledgement must give up on a stalled server long before a reservation expires.
 COMMAND_TIMEOUT_S = 5.0
@@ -300,9 +302,14 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         return reply
 
     def bulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
-        """Push many jobs with one script call per 500 (idempotent, so safe to retry)."""
+        """Push many jobs with one script call per 500, or per :data:`STREAM_CHUNK` streamed
+        over the hot path (idempotent, so safe to retry)."""
         keys = [self.key(queue), self.key(queue, "notify"), self.key(queue, "bodies"),
                 self.key(queue, "attempts")]
+        if self._wire is not None and not self.wait_replicas:
+            jobs = list(payloads)
+            self._idempotent("bulk push", lambda: self._stream_bulk(keys, jobs))
+            return [p.uuid for p in jobs]
         items = [(p.uuid, p.to_json(), p.attempts) for p in payloads]
         for start in range(0, len(items), BULK_CHUNK):
             args = [value for item in items[start:start + BULK_CHUNK] for value in item]
@@ -312,6 +319,30 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
 
             self._idempotent("bulk push", push_chunk)
         return [uuid for uuid, _, _ in items]
+
+    def _stream_bulk(self, keys: list[str], payloads: Sequence[Payload]) -> None:
+        """One ``push_many`` call per :data:`STREAM_CHUNK` jobs, each written as soon as its
+        payloads are encoded: the server stores one chunk while the next is encoded, where one
+        call per 500 had the client encode them all and then wait for the server (its time is
+        a fifth of a bulk push's). A chunk the server had no script for is sent again with
+        ``EVAL`` (NOSCRIPT: it did not run)."""
+        script, wire = self._wire_scripts["push_many"], self._wire
+        assert wire is not None
+        chunks: list[list[Any]] = []
+
+        def commands() -> Iterator[tuple[Any, ...]]:
+            for start in range(0, len(payloads), STREAM_CHUNK):
+                args: list[Any] = []
+                for p in payloads[start:start + STREAM_CHUNK]:
+                    args += (p.uuid, p.to_json(), p.attempts)
+                chunks.append(args)
+                yield ("EVALSHA", script.sha, len(keys), *keys, *args)
+
+        for args, reply in zip(chunks, wire.stream(commands())):
+            if redis_wire.no_script(reply):
+                wire.call("EVAL", script.source, len(keys), *keys, *args)
+            elif isinstance(reply, Exception):
+                raise reply
 
     def later(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
         return self._push(payload.to_json(), queue, delay_seconds(delay), payload)

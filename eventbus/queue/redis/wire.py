@@ -28,7 +28,7 @@ import hashlib
 import inspect
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import hiredis
@@ -203,6 +203,25 @@ class Wire:
     def pipeline(self, commands: Sequence[Sequence[Any]]) -> list[Any]:
         """Several commands in one write; their replies in order (error replies as values)."""
         return self._connection().roundtrip(commands)
+
+    def stream(self, commands: Iterable[Sequence[Any]]) -> list[Any]:
+        """Write each command as soon as ``commands`` makes it, then read every reply in order
+        (error replies as values): the server runs one command while the caller makes the next.
+
+        When making a command fails, the replies of those written are read first (the
+        connection stays in step), then the error goes on.
+        """
+        conn = self._connection()
+        sent = 0
+        try:
+            for command in commands:
+                conn.send([command])
+                sent += 1
+        except BaseException:
+            if sent and not conn.broken:
+                conn.read(sent)
+            raise
+        return conn.read(sent)
 
     def close(self) -> None:
         """Close this thread's connection (another thread's closes when that thread ends)."""
