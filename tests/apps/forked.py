@@ -2,7 +2,8 @@
 
 With ``IMPORTS`` set, each import appends the importing process's pid to that file; with
 ``EXITS`` set, each process that exits normally appends its pid to that file (an atexit handler
-registered at import); ``RAN`` names the file where :class:`WhoRuns` appends ``n pid parent-pid``. The queue is configured as
+registered at import); with ``PREPARED`` set, each process that prepares the workers'
+connection before forking them (``runtime.prepare_fork``) appends its pid; ``RAN`` names the file where :class:`WhoRuns` appends ``n pid parent-pid``. The queue is configured as
 :mod:`apps.jobs` configures it (``EVENTBUS_CONNECTION``, ``TEST_DB_URL``).
 """
 
@@ -27,6 +28,18 @@ def note_exit() -> None:
 
 if os.environ.get("EXITS"):
     atexit.register(note_exit)
+
+if os.environ.get("PREPARED"):  # each process that prepares the children's connection, noted
+    from eventbus import runtime
+
+    _prepare_fork = runtime.prepare_fork
+
+    def noting_prepare_fork(name: str | None = None) -> None:
+        with open(os.environ["PREPARED"], "a") as log:
+            log.write(f"{os.getpid()}\n")
+        _prepare_fork(name)
+
+    runtime.prepare_fork = noting_prepare_fork
 
 
 class WhoRuns(eventbus.Job):

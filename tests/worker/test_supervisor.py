@@ -27,6 +27,7 @@ class Pool:
 
     def __init__(self, env: dict[str, str], tmp: pathlib.Path, *args: str) -> None:
         self.imports, self.ran, self.exits = tmp / "imports.log", tmp / "ran.log", tmp / "exits.log"
+        self.prepared = tmp / "prepared.log"
         #: What the supervisor and its children log: a file, never a pipe nobody reads (a full pipe
         #: would stop them), and shown when a wait fails (:meth:`log`).
         self.errors = tmp / "pool.err"
@@ -35,6 +36,7 @@ class Pool:
             [sys.executable, "-m", "eventbus", "work", "--app", "apps.forked", "--processes", "2",
              "--sleep", "0.1", "--prefetch", "1", "--quiet", *args],
             env={**env, "IMPORTS": str(self.imports), "RAN": str(self.ran), "EXITS": str(self.exits),
+                 "PREPARED": str(self.prepared),
                  "EVENTBUS_MONITOR_INTERVAL": "0.3"},
             stdout=subprocess.DEVNULL, stderr=self._errors, text=True, start_new_session=True)
 
@@ -44,6 +46,10 @@ class Pool:
 
     def imported_by(self) -> list[int]:
         return [int(line) for line in self.imports.read_text().split()] if self.imports.exists() else []
+
+    def prepared_by(self) -> list[int]:
+        """The processes that loaded what the children need before forking them."""
+        return [int(line) for line in self.prepared.read_text().split()] if self.prepared.exists() else []
 
     def exited(self) -> list[int]:
         """The processes that ran the atexit handler the app registered at import."""
@@ -108,6 +114,7 @@ def test_children_are_forked_after_the_app_is_imported(backend: tuple[str, dict[
         wait_for(lambda: len(pool.children()) == 2, timeout=20)
         run_jobs_until_both_children_ran_one(pool, 0)
         assert pool.imported_by() == [pool.proc.pid]  # the supervisor's import, and no other
+        assert pool.prepared_by() == [pool.proc.pid]  # the children's scripts and modules, loaded once
         ran_in = {(pid, parent) for _, pid, parent in pool.runs()}
         assert {pid for pid, _ in ran_in} <= set(pool.children())
         assert {parent for _, parent in ran_in} == {pool.proc.pid}
