@@ -14,7 +14,9 @@ concurrency settings (the best is shown, and which it was); the rate including s
 from launch to the first job; idle-worker latency p50/p99 from the enqueue call to the job running,
 one job at a time into one idle worker (Redis only); for the async-native peers, one process at
 concurrency 50 draining jobs that each await 50 ms. The floor is bare redis-py loops: EVALSHA per
-job, the same pipelined, a BLMOVE/INCR/LREM worker, a BLPOP worker for latency. Ratios are
+job, the same pipelined, a BLMOVE/INCR/LREM worker, a BLPOP worker for latency; on PostgreSQL,
+bare psycopg loops (an INSERT a job; a worker taking a row, running the UPDATE and committing in
+one transaction). Ratios are
 peer / eventbus: above 1 the peer is faster, or for latency and memory bigger. Issue 29's targets
 are checked under the tables.
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterable
 
 from peer_harness.table import ASYNC_NATIVE, DEFAULTS, SQL_PEERS, Summary, ms, rate, size
 
-EVENTBUS, EVENTBUS_PG, FLOOR = "eventbus", "eventbus-pg", "redis-py loops"
+EVENTBUS, EVENTBUS_PG, FLOOR, PG_FLOOR = "eventbus", "eventbus-pg", "redis-py loops", "psycopg-loops"
 FIRST_JOB_S = 0.25
 
 
@@ -49,6 +49,11 @@ def check(summaries: dict[str, Summary]) -> list[str]:
         sql = [s for s in summaries.values() if s.spec.name in SQL_PEERS]
         lines.append(_versus("PostgreSQL drain >= 1.5x the best of procrastinate, PgQueuer, oban",
                              pg.median("drain", 0), _best_setting(sql, 0), 1.5, rate))
+        floor_drain = _of(summaries.get(PG_FLOOR), "drain", 0)
+        if floor_drain is not None and pg.median("drain", 0):
+            lines.append(f"- for scale: the PostgreSQL floor (the row taken, the job's UPDATE and the commit in "
+                         f"one transaction) drained {rate(floor_drain[1])}; eventbus-pg "
+                         f"{pg.median('drain', 0) / floor_drain[1]:.2f}x of it")
     return [line for line in lines if line is not None]
 
 

@@ -88,13 +88,16 @@ PEERS: tuple[PeerSpec, ...] = (
     PeerSpec("pgqueuer", "peer_jobs.pgqueuer_pg", "postgres", ("pgqueuer[asyncpg]",),
              acks="the row is logged and deleted after the job; a picked job whose heartbeat is older "
                   "than heartbeat_timeout (30 s) is picked again"),
+    PeerSpec("psycopg-loops", "peer_jobs.pg_floor", "postgres", floor=True,
+             acks="the drain loop: the row taken (DELETE ... SKIP LOCKED), the job and the commit in "
+                  "one transaction"),
     PeerSpec("oban", "peer_jobs.oban_pg", "postgres", ("oban",), python=(3, 12),
              acks="the row is marked completed after the job; Lifeline rescues executing jobs after "
                   "300 s"),
 )
 
 #: Old names of peers, so ``--only`` and saved runs keep working.
-ALIASES = {"redis-py EVALSHA loop": "redis-py loops", "floor": "redis-py loops"}
+ALIASES = {"redis-py EVALSHA loop": "redis-py loops", "floor": "redis-py loops", "pg-floor": "psycopg-loops"}
 
 
 def by_name(name: str) -> PeerSpec:
