@@ -271,17 +271,22 @@ _queue_of = connection  # for state(), whose parameter is named ``connection``
 def prepare_fork(name: str | None = None) -> None:
     """Before a supervisor forks its workers: load what each of them would load before its
     first job on the named (or default) connection (:meth:`Queue.prepare_fork`). Connects to
-    nothing; a driver that fails to prepare is left for each worker to report."""
+    nothing, and raises nothing: what fails to prepare (an unknown connection, a database
+    driver that is not installed) is left for each worker to report as it starts."""
+    steps: list[Callable[[], None]] = [lambda: _prepare_driver(name), lambda: prepare_failed_store(settings().failed)]
+    for step in steps:
+        try:
+            step()
+        except Exception:  # noqa: BLE001 - only a head start: the worker meets the real error
+            import logging
+
+            logging.getLogger(__name__).debug("could not prepare %r before forking", name, exc_info=True)
+
+
+def _prepare_driver(name: str | None) -> None:
     current = settings()
     config = current.connection_config(name or current.default)
-    try:
-        driver_class(config["driver"]).prepare_fork(config)
-        prepare_failed_store(current.failed)
-    except Exception:  # noqa: BLE001 - only a head start: the worker meets the real error
-        import logging
-
-        logging.getLogger(__name__).debug("could not prepare connection %r before forking", name,
-                                          exc_info=True)
+    driver_class(config["driver"]).prepare_fork(config)
 
 
 def connection_names(*, with_workers: bool = False) -> list[str]:

@@ -26,6 +26,7 @@ import dataclasses
 import datetime as dt
 import decimal
 import enum
+import math
 import uuid
 from collections.abc import Callable
 from typing import Any, cast
@@ -119,6 +120,9 @@ def _encode(value: Any, path: str) -> Any:
     if isinstance(value, int) and not isinstance(value, enum.Enum):
         return value
     if isinstance(value, float):
+        if not math.isfinite(value):
+            raise SerializationError(f"cannot serialize {path}: {value!r} is not JSON (NaN and "
+                                     "Infinity are not)", path=path)
         return value
     if isinstance(value, list):
         return [_encode(v, f"{path}[{i}]") for i, v in enumerate(value)]

@@ -70,14 +70,15 @@ def test_worker_reconnects_after_postgres_drops_it(redis_client: redis.Redis, st
     eventbus.configure(default="database", connections={"database": {"driver": "database", "url": PG_URL}})
     # A queue of its own: no other worker on this database can take (and fail) the job.
     queue = f"pg-drop-{uuid.uuid4().hex[:8]}"
-    w = start_worker("--sleep", "0.2", "--queue", queue, env={"EVENTBUS_CONNECTION": "database", "TEST_DB_URL": PG_URL})
+    # The worker's connections carry a name of their own, so the cut finds them, and only them.
+    worker_url = sa.make_url(PG_URL).update_query_dict({"application_name": queue}).render_as_string(hide_password=False)
+    w = start_worker("--sleep", "0.2", "--queue", queue, env={"EVENTBUS_CONNECTION": "database", "TEST_DB_URL": worker_url})
     time.sleep(1.5)
-    others = ("FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid() "
-              "AND backend_type = 'client backend'")
+    workers = f"FROM pg_stat_activity WHERE application_name = '{queue}'"
     engine = sa.create_engine(PG_URL, isolation_level="AUTOCOMMIT")
     with engine.connect() as conn:  # the worker is connected (a loaded machine starts it slowly)
-        wait_for(lambda: conn.execute(sa.text(f"SELECT count(*) {others}")).scalar(), timeout=20)
-        dropped = conn.execute(sa.text(f"SELECT count(pg_terminate_backend(pid)) {others}")).scalar()
+        wait_for(lambda: conn.execute(sa.text(f"SELECT count(*) {workers}")).scalar(), timeout=20)
+        dropped = conn.execute(sa.text(f"SELECT count(pg_terminate_backend(pid)) {workers}")).scalar()
     engine.dispose()
     assert dropped and dropped >= 1
     jobs.Record(1).dispatch(queue=queue)

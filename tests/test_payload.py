@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import json
 import pickle
+import uuid
 
 import pytest
 
@@ -13,7 +14,7 @@ import eventbus
 from eventbus import runtime, urls
 from eventbus.errors import ConfigurationError, DeserializationError, SerializationError
 from eventbus.dispatching import make_payload
-from eventbus.payload import NO_HEADERS, Payload, sign, verify
+from eventbus.payload import NO_HEADERS, Payload, new_uuid, sign, verify
 
 
 class Podcast(eventbus.Job):
@@ -216,3 +217,12 @@ def test_a_parsed_payload_sets_every_field_and_equals_the_payload_it_was_made_fr
         parsed = Payload.from_json(made.to_json())
         assert set(vars(parsed)) == {field.name for field in dataclasses.fields(Payload)}
         assert parsed == made
+
+
+def test_new_uuids_are_random_version_4_uuids() -> None:
+    made = [new_uuid() for _ in range(2000)]
+    parsed = [uuid.UUID(text) for text in made]
+    assert [str(u) for u in parsed] == made  # the canonical form, lower case
+    assert {u.version for u in parsed} == {4} and {u.variant for u in parsed} == {uuid.RFC_4122}
+    assert {text[19] for text in made} == set("89ab")  # the variant digit keeps its two random bits
+    assert len(set(made)) == len(made)

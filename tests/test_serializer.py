@@ -55,7 +55,7 @@ def roundtrip(value: object) -> object:
     return serializer.decode(json.loads(text))
 
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text()
+json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 plain_json = st.recursive(json_scalars, lambda inner: st.lists(inner) | st.dictionaries(st.text(), inner), max_leaves=20)
 datetimes = st.datetimes(timezones=st.none() | st.just(dt.timezone.utc) | st.builds(
     dt.timezone, st.timedeltas(min_value=dt.timedelta(hours=-12), max_value=dt.timedelta(hours=12))))
@@ -232,3 +232,7 @@ def test_nan_and_infinity_are_refused_at_dispatch() -> None:
 
     with pytest.raises(SerializationError, match="NaN"):
         eventbus.dispatch(Measure(float("nan")), connection="null")
+    with pytest.raises(SerializationError, match=r"Measure.value: inf is not JSON"):
+        eventbus.dispatch(Measure(float("inf")), connection="null")
+    with pytest.raises(SerializationError, match=r"value.points\[1\]: -inf is not JSON"):
+        serializer.encode({"points": [1.5, float("-inf")]})

@@ -64,8 +64,10 @@ def command_name(command: Any) -> str:
     return name
 
 
-#: Values that are their own JSON (exact types: a bool or an IntEnum is not taken for an int here).
-_PLAIN = frozenset({str, int, float, bool, type(None)})
+#: Values that are their own JSON (exact types: a bool or an IntEnum is not taken for an int here;
+#: a float goes through the serializer, which refuses NaN and Infinity while the job is dispatched,
+#: not when a bulk block sends it with others).
+_PLAIN = frozenset({str, int, bool, type(None)})
 
 
 def make_payload(command: Any, *, display_name: str | None = None,

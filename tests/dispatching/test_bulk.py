@@ -16,6 +16,7 @@ from helpers import traces
 
 import eventbus
 from eventbus import Event, JobQueued, Worker, WorkerOptions
+from eventbus.dispatching import make_payload
 from eventbus.queue.redis.queue import STREAM_CHUNK
 from eventbus.testing import fake_queue
 from listeners import listener
@@ -68,31 +69,51 @@ def test_a_streamed_chunk_the_server_has_no_script_for_is_sent_again(use_redis: 
                                                                       counted_redis: redis.Redis) -> None:
     warm_up()
     counted_redis.script_flush()  # a restarted server: every chunk of the stream meets NOSCRIPT
+    counted_redis.config_resetstat()
     uuids = eventbus.dispatch_many(jobs.Record(n) for n in range(250))
+    assert int(counted_redis.info("commandstats").get("cmdstat_eval", {}).get("calls", 0)) == 3  # 100, 100, 50
     assert len(uuids) == 250 and eventbus.connection().size() == 250
     assert drain() == 0
     assert traces(use_redis, "ran") == [str(n) for n in range(250)]
 
 
-class Unencodable(eventbus.Job):
-    def __init__(self, n: float) -> None:
-        self.n = n
+class Measure(eventbus.Job):
+    def __init__(self, value: float) -> None:
+        self.value = value
 
     def handle(self) -> None: ...
 
 
+def test_a_job_that_cannot_be_encoded_fails_its_own_dispatch_in_a_bulk_push(use_redis: redis.Redis) -> None:
+    """NaN is refused while the job is dispatched, not when the block sends it with others: the
+    jobs dispatched before it are queued as the block ends, as after any error in a block."""
+    batch = [jobs.Record(n) for n in range(150)] + [Measure(float("nan"))] + [jobs.Record(n) for n in range(3)]
+    with pytest.raises(eventbus.SerializationError, match=r"Measure.value: nan is not JSON"):
+        eventbus.dispatch_many(batch)
+    assert eventbus.connection().size() == 150
+
+
 def test_a_payload_that_cannot_be_encoded_mid_stream_leaves_the_connection_in_step(
         use_redis: redis.Redis, counted_redis: redis.Redis) -> None:
-    """Its chunk and the later ones are not sent; the chunks written before it are queued, and
-    their replies are read before the error goes on, so the next push reads its own reply."""
+    """A hand-built payload the serializer never saw: its chunk and the later ones are not sent,
+    the chunks written before it are queued, and their replies are read before the error goes
+    on, so that the next command on the connection reads its own reply."""
     warm_up()
-    batch = [jobs.Record(n) for n in range(150)] + [Unencodable(float("nan"))] + [jobs.Record(n) for n in range(3)]
-    with pytest.raises(eventbus.SerializationError, match="NaN"):
-        eventbus.dispatch_many(batch)
+    good = [make_payload(jobs.Record(n)) for n in range(150)]
+    bad = dataclasses.replace(make_payload(jobs.Record(150)), command={"n": float("nan")})
     q = eventbus.connection()
+    with pytest.raises(eventbus.SerializationError, match="NaN"):
+        q.bulk([*good, bad, *good[:3]])
     assert q.size() == 100  # the first chunk
-    jobs.Record(1000).dispatch()
-    assert q.size() == 101
+    assert q._wire.call("ECHO", "in step") == b"in step"  # type: ignore[attr-defined]
+
+
+def test_an_empty_bulk_push_asks_nothing_of_the_server() -> None:
+    from helpers import free_port
+
+    eventbus.configure(connections={"nowhere": {"driver": "redis", "url": f"redis://127.0.0.1:{free_port()}/0"}})
+    assert eventbus.connection("nowhere").bulk([]) == []  # no server there: nothing was sent
+    assert eventbus.dispatch_many([], connection="nowhere") == []
 
 
 def test_dispatch_many_keeps_each_jobs_own_queue_and_delay(use_redis: redis.Redis) -> None:

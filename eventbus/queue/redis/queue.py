@@ -308,7 +308,10 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
                 self.key(queue, "attempts")]
         if self._wire is not None and not self.wait_replicas:
             jobs = list(payloads)
-            self._idempotent("bulk push", lambda: self._stream_bulk(keys, jobs))
+            if not jobs:
+                return []
+            for start in range(0, len(jobs), BULK_CHUNK):  # a lost connection sends 500 again, at most
+                self._idempotent("bulk push", functools.partial(self._stream_bulk, keys, jobs[start:start + BULK_CHUNK]))
             return [p.uuid for p in jobs]
         items = [(p.uuid, p.to_json(), p.attempts) for p in payloads]
         for start in range(0, len(items), BULK_CHUNK):
@@ -325,7 +328,11 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         payloads are encoded: the server stores one chunk while the next is encoded, where one
         call per 500 had the client encode them all and then wait for the server (its time is
         a fifth of a bulk push's). A chunk the server had no script for is sent again with
-        ``EVAL`` (NOSCRIPT: it did not run)."""
+        ``EVAL`` (NOSCRIPT: it did not run), after the chunks behind it: should the server lose
+        its scripts in the middle of a stream (a ``SCRIPT FLUSH``, a restart that keeps the
+        connection), those jobs are queued after the later ones. A chunk is stored whole or not
+        at all; a call that fails part-way leaves the chunks before the failure queued (a retry
+        skips the ids it finds stored)."""
         script, wire = self._wire_scripts["push_many"], self._wire
         assert wire is not None
         chunks: list[list[Any]] = []
