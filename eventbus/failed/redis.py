@@ -33,7 +33,7 @@ from eventbus.errors import ConnectionUnavailableError, EventBusError
 from eventbus.failed.base import FailedJob, FailedJobStore, FailOutcome, alternative_record
 from eventbus.queue.base import QueueJob
 from eventbus.queue.redis import RedisQueue, client_for, load_script
-from eventbus.queue.redis.queue import _script as script_source
+from eventbus.queue.redis.queue import script_source
 from eventbus.queue.redis.errors import LOST_CONNECTION
 from eventbus.queue.redis.topology import scan_nodes
 from eventbus.urls import redact_url

@@ -39,14 +39,14 @@ def test_preparing_a_redis_connection_loads_what_a_worker_loads_and_connects_now
         before = {name: name in sys.modules for name in stores}
         runtime.prepare_fork()
         prepared = {name: name in sys.modules for name in stores}
-        read = queue._script.cache_info().currsize
-        misses = (queue._script.cache_info().misses, state_redis._script.cache_info().misses)
+        read = queue.script_source.cache_info().currsize
+        misses = (queue.script_source.cache_info().misses, state_redis._script.cache_info().misses)
         connected = "redis" in runtime._queues
         q = runtime.connection("redis")  # what a forked worker builds: no script read again
         from eventbus.failed import redis as failed_redis
         failed_redis.RedisFailedJobStore(q.url, prefix=q.prefix)
         q.state_store()
-        again = (queue._script.cache_info().misses, state_redis._script.cache_info().misses)
+        again = (queue.script_source.cache_info().misses, state_redis._script.cache_info().misses)
         print(json.dumps({"prepared": prepared, "read": read, "connected": connected,
                           "misses": misses, "again": again,
                           "wanted": len(queue.QUEUE_SCRIPTS + failed_redis.SCRIPTS)}))

@@ -86,7 +86,7 @@ QUEUE_SCRIPTS = ("push", "push_many", "reserve", "delete", "release", "clear", "
 
 
 @functools.cache
-def _script(name: str) -> str:
+def script_source(name: str) -> str:
     """A script's source, read once per process (and inherited by forked workers: see
     :meth:`RedisQueue.prepare_fork`)."""
     return resources.files("eventbus.queue").joinpath(f"lua/{name}.lua").read_text()
@@ -120,7 +120,7 @@ def _age_of(body: bytes | None) -> float | None:
 
 
 def load_script(client: Any, name: str) -> Any:
-    return client.register_script(_script(name))
+    return client.register_script(script_source(name))
 
 
 class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations, GivesBackAttempts,
@@ -183,7 +183,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
                                       pool=self.redis.connection_pool)
                       if redis_wire.supports(self.url, self.cluster) else None)
         self._blocking_wire: redis_wire.Wire | None = None
-        self._wire_scripts = {name: redis_wire.Script(_script(name))
+        self._wire_scripts = {name: redis_wire.Script(script_source(name))
                               for name in ("push", "push_many", "reserve")}
         #: Per queue: (monotonic time, seconds until something is due) from the last empty reserve.
         self._due_hint: dict[str, tuple[float, float]] = {}
@@ -205,7 +205,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         from eventbus.state import redis as state_redis
 
         for name in QUEUE_SCRIPTS:
-            _script(name)
+            script_source(name)
         state_redis.prepare_fork()
         "localhost".encode("idna")  # socket.getaddrinfo() imports this codec on its first name
 
