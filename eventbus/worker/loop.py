@@ -75,6 +75,10 @@ CONTROL_SLOW_S = 2.5
 MEMORY_CHECK_INTERVAL_S = 0.25
 #: Retrying a pop on a server that does not answer: the first wait, and the longest (before jitter).
 RECONNECT_FIRST_S = 0.1
+#: How many times a starting worker asks its server before it gives up (exit 1), and the pause
+#: before the second try (then twice that): a second or so for a dropped connection to come back.
+START_PINGS = 3
+START_PING_PAUSE_S = 0.3
 RECONNECT_MAX_S = 1.0
 
 
@@ -153,7 +157,7 @@ class Worker:
     # -- the loop -----------------------------------------------------------------------------
     def run(self) -> int:
         """Work until a stop condition; return the exit status (0, 12 memory, 1 error)."""
-        self.queue.ping()
+        self._first_ping()
         for warning in self.queue.startup_warnings():
             log.warning("%s", warning)
         previous = self._install_signals()
@@ -170,6 +174,20 @@ class Worker:
             stopped.set()
             for signum, handler in previous.items():
                 signal.signal(signum, handler)
+
+    def _first_ping(self) -> None:
+        """Reach the server before anything else. One that does not answer fails the start (exit
+        1, one line), but only after :data:`START_PINGS` tries: a connection dropped under the
+        worker as it starts (a server restarting, an administrator ending its sessions, a
+        failover) is opened again, as it would be a moment later in the loop."""
+        for attempt in range(START_PINGS):
+            try:
+                self.queue.ping()
+                return
+            except ConnectionUnavailableError:
+                if attempt == START_PINGS - 1:
+                    raise
+                time.sleep(START_PING_PAUSE_S * (attempt + 1))
 
     def _loop(self) -> int:
         if self.options.concurrency > 1:

@@ -8,11 +8,13 @@ import pathlib
 import re
 import signal
 import time
+from urllib.parse import urlsplit
 
 import pytest
 import redis
 from apps import jobs
 from helpers import REDIS_URL, children_of, run_worker, traces, wait_for, wait_until_catching
+from proxies import TcpProxy
 
 import eventbus
 
@@ -282,6 +284,26 @@ def test_redis_unreachable_at_start_is_one_line_and_non_zero(start_worker: objec
     assert code == 1
     assert err.strip().startswith("eventbus: error: cannot reach Redis at redis://127.0.0.1:1/0")
     assert "Traceback" not in err
+
+
+def test_a_connection_dropped_as_the_worker_starts_is_opened_again(use_redis: redis.Redis,
+                                                                    start_worker: object) -> None:
+    """The server answers, but the worker's first connection is lost on the way (its first reply
+    never arrives): the worker connects again and works, where it used to exit with "cannot
+    reach" (a CI run of the PostgreSQL connection-loss test met this, its cut falling on the
+    worker's start)."""
+    target = urlsplit(REDIS_URL)
+    proxy = TcpProxy(target.hostname or "127.0.0.1", target.port or 6379)
+    try:
+        jobs.Record(1).dispatch()
+        proxy.drop_next_reply = True
+        code, _, err = run_worker(start_worker, "--stop-when-empty",
+                                  env={"EVENTBUS_REDIS_URL": proxy.url(int(target.path.strip("/") or 0))})
+        assert proxy.replies_dropped == 1
+        assert code == 0, err
+        assert traces(use_redis, "ran") == ["1"]
+    finally:
+        proxy.close()
 
 
 def test_timeout_must_be_below_retry_after(start_worker: object) -> None:
