@@ -35,6 +35,10 @@ class ClusterNode(RedisServer):
         self.node_timeout_ms = node_timeout_ms
         self.full_coverage = full_coverage
 
+    def pick_ports(self) -> None:
+        super().pick_ports()
+        self.bus_port = free_port()
+
     def command(self) -> list[str]:
         return [*super().command(), "--cluster-enabled", "yes", "--cluster-port", str(self.bus_port),
                 "--cluster-config-file", str(self.directory / "nodes.conf"),

@@ -42,6 +42,9 @@ class RedisServer:
         self.directory.mkdir(parents=True, exist_ok=True)
         self.aof = aof
         self.port = port or free_port()
+        #: Ports picked here may be taken by another process before the server binds them (any
+        #: outgoing connection gets a port from the same range): the first start then tries others.
+        self._ports_picked = port is None
         self.proc: subprocess.Popen[bytes] | None = None
         self.log = directory / "redis.log"
         self.listen_host = "127.0.0.1"
@@ -62,6 +65,20 @@ class RedisServer:
                 "--protected-mode", "no", "--daemonize", "no", "--logfile", str(self.log)]
 
     def start(self, timeout: float = 10.0) -> RedisServer:
+        for attempt in range(3):
+            try:
+                return self._start(timeout)
+            except RuntimeError as exc:
+                if not self._ports_picked or attempt == 2 or "Address already in use" not in str(exc):
+                    raise
+                self.pick_ports()
+        raise AssertionError("unreachable")
+
+    def pick_ports(self) -> None:
+        """Other free ports, before the first start (a restart keeps the ports clients know)."""
+        self.port = free_port()
+
+    def _start(self, timeout: float) -> RedisServer:
         self.proc = subprocess.Popen(self.command(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         deadline = time.monotonic() + timeout
         while not self.answers():
@@ -69,6 +86,7 @@ class RedisServer:
                 raise RuntimeError(f"redis-server on port {self.port} did not start: "
                                    f"{self.log.read_text() if self.log.exists() else ''}")
             time.sleep(0.02)
+        self._ports_picked = False  # started: its ports stay, restarts included
         return self
 
     def answers(self, timeout: float = 0.5) -> bool:
