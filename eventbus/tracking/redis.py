@@ -23,7 +23,6 @@ second would be 3.6 million keys. Records end by the server's clock, as keys exp
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 from importlib import resources
 from typing import Any, TypeVar
@@ -45,11 +44,6 @@ EXPIRY = "expiry"
 BATCH = 500
 
 
-@functools.cache
-def _record_source() -> str:
-    return resources.files("eventbus.tracking").joinpath("lua/record.lua").read_text()
-
-
 def _text(value: bytes | str) -> str:
     return value.decode("utf-8", "surrogateescape") if isinstance(value, bytes) else value
 
@@ -63,7 +57,8 @@ class RedisJobRepository(JobRepository):
         # one hash slot for every key of a connection's recent jobs: a batch is one script on
         # Redis Cluster too
         self.base = f"{base}jobs:{{{quote(connection, safe='')}}}:"
-        self._record_script = client.register_script(_record_source())
+        self._record_script = client.register_script(
+            resources.files("eventbus.tracking").joinpath("lua/record.lua").read_text())
 
     def _call(self, action: str, fn: Callable[[], T]) -> T:
         try:
