@@ -81,6 +81,12 @@ def _encode_function() -> Callable[[Any], str]:
 
 _encode = _encode_function()
 
+
+def encode_json(value: Any) -> str:
+    """``value`` as the payload's own encoder writes it (compact, NaN refused): for storage
+    formats that must rebuild a payload's text byte for byte (``queue.redis.bodies``)."""
+    return _encode(value)
+
 #: Bounds for envelope numbers: a duration past a century or a count past a 32-bit column is
 #: not a mistake to carry on with, it is a payload to refuse.
 MAX_SECONDS = 100 * 366 * 86400.0

@@ -18,7 +18,7 @@ from proxies import TcpProxy
 import eventbus
 from eventbus.errors import ConnectionUnavailableError
 from eventbus.payload import Payload
-from eventbus.queue.redis import RedisQueue
+from eventbus.queue.redis import RedisQueue, bodies
 
 pytestmark = pytest.mark.integration
 DB = int(urlsplit(REDIS_URL).path.lstrip("/") or 0)
@@ -69,7 +69,9 @@ def test_async_pushes_leave_what_the_sync_driver_leaves(redis_client: redis.Redi
                          (":notify", redis_client.llen),
                          (":delayed", lambda k: redis_client.zrange(k, 0, -1))]:
         assert read(f"queues:{{async}}{suffix}") == read(f"queues:{{sync}}{suffix}"), suffix
-    assert redis_client.hget("queues:{async}:bodies", items[0].uuid) == items[0].to_json().encode()
+    stored = redis_client.hget("queues:{async}:bodies", items[0].uuid)
+    assert stored == bodies.pack(items[0]).encode()
+    assert bodies.unpack(stored.decode()) == items[0].to_json()
     assert queue.size("async") == 1203
 
 

@@ -1,6 +1,7 @@
 """The ``redis`` driver: one server, a Cluster or Sentinel (:mod:`~eventbus.queue.redis.topology`),
 the queue itself (:mod:`~eventbus.queue.redis.queue`), its fast path over a socket
-(:mod:`~eventbus.queue.redis.wire`), pushes from an event loop (:mod:`~eventbus.queue.redis.aio`),
+(:mod:`~eventbus.queue.redis.wire`), how a job's body is stored
+(:mod:`~eventbus.queue.redis.bodies`), pushes from an event loop (:mod:`~eventbus.queue.redis.aio`),
 idle waits on a cluster (:mod:`~eventbus.queue.redis.cluster_wait`), ``WAIT`` for replicas
 (:mod:`~eventbus.queue.redis.replication`) and which errors are a lost connection
 (:mod:`~eventbus.queue.redis.errors`). Importing it imports redis-py.

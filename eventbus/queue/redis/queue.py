@@ -6,7 +6,7 @@ Keys of one queue share the hash tag ``{name}`` so they live in one cluster slot
     queues:{default}:delayed    sorted set id -> due time
     queues:{default}:reserved   sorted set id -> reservation expiry
     queues:{default}:notify     list of wake-up tokens for blocking pops
-    queues:{default}:bodies     hash id -> payload text (never decoded inside Lua)
+    queues:{default}:bodies     hash id -> payload, packed (redis.bodies; never decoded inside Lua)
     queues:{default}:attempts   hash id -> live attempt count
     queues:{default}:tokens     hash id -> token of the current reservation
     queues:{default}:failing    hash id -> failure kept while its record could not be written
@@ -60,6 +60,7 @@ from eventbus.queue.capabilities import (
     ReportsWait,
     WorkerSignals,
 )
+from eventbus.queue.redis import bodies as redis_bodies
 from eventbus.queue.redis import cluster_wait as redis_cluster_wait
 from eventbus.queue.redis import replication as redis_replication
 from eventbus.queue.redis import topology as redis_topology
@@ -115,8 +116,13 @@ def _age_of(body: bytes | None) -> float | None:
     """Seconds since a stored payload was pushed (its ``pushedAt``), when it says."""
     if not body:
         return None
-    pushed = pushed_at_of(body.decode("utf-8", "surrogateescape"))
+    pushed = pushed_at_of(_text(body))
     return max(time.time() - pushed, 0.0) if pushed else None
+
+
+def _text(body: bytes) -> str:
+    """The payload text of a stored body (:mod:`eventbus.queue.redis.bodies`)."""
+    return redis_bodies.unpack(body.decode("utf-8", "surrogateescape"))
 
 
 def load_script(client: Any, name: str) -> Any:
@@ -127,7 +133,8 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
                  WorkerSignals, AsyncPush):
     driver = "redis"
     defaults = {"queue": "default", "retry_after": 90.0, "block_for": 5.0, "prefix": "queues:",
-                "migration_batch_size": 100, "cluster": False, "wait_replicas": 0, "wait_timeout": 1.0}
+                "migration_batch_size": 100, "cluster": False, "wait_replicas": 0, "wait_timeout": 1.0,
+                "compact_bodies": True}
     example_url = "redis://127.0.0.1:6379/0"
     url_schemes = tuple(redis_topology.SCHEMES)
     holds_reservations = True
@@ -174,6 +181,9 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         #: After each push, WAIT for this many replicas (0: don't), at most wait_timeout seconds.
         self.wait_replicas = int(config.get("wait_replicas", 0) or 0)
         self.wait_timeout_ms = int(float(config.get("wait_timeout", 1.0)) * 1000)
+        #: Bodies stored packed (``bodies.pack``, half the memory) or as the payload's JSON.
+        self._body: Callable[[Payload], str] = (
+            redis_bodies.pack if config.get("compact_bodies", True) else Payload.to_json)
         self.redis = self._client(COMMAND_TIMEOUT_S)
         self._blocking_client: Any = None
         self._retry_after_arg = f"{self.retry_after:.6f}"
@@ -254,6 +264,8 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
     # -- pushing ------------------------------------------------------------------------------
     def _push_args(self, raw: str, queue: str | None, delay: float,
                    payload: Payload | None = None) -> tuple[list[str], list[Any]]:
+        """The push script's keys and arguments; ``raw`` is the body to store, or, without a
+        ``payload``, text given as is."""
         keys = self._push_keys.get(queue)
         if keys is None:
             keys = self._keys(queue, "", "notify", "bodies", "attempts", "delayed")
@@ -261,10 +273,11 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
             self._push_keys[queue] = keys
         if payload is not None:  # known already: spare parsing the text again
             return keys, [payload.uuid, raw, payload.attempts, f"{delay:.6f}"]
-        return keys, [id_for(raw), raw, attempts_of(raw), f"{delay:.6f}"]
+        text = redis_bodies.unpack(raw)  # a packed body given as text reads as its payload
+        return keys, [id_for(text), redis_bodies.store_raw(raw), attempts_of(text), f"{delay:.6f}"]
 
     def push(self, payload: Payload, queue: str | None = None) -> str:
-        return self._push(payload.to_json(), queue, 0.0, payload)
+        return self._push(self._body(payload), queue, 0.0, payload)
 
     def push_raw(self, payload: str, queue: str | None = None, *, delay: float = 0.0) -> str:
         return self._push(payload, queue, delay)
@@ -313,7 +326,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
             for start in range(0, len(jobs), BULK_CHUNK):  # a lost connection sends 500 again, at most
                 self._idempotent("bulk push", functools.partial(self._stream_bulk, keys, jobs[start:start + BULK_CHUNK]))
             return [p.uuid for p in jobs]
-        items = [(p.uuid, p.to_json(), p.attempts) for p in payloads]
+        items = [(p.uuid, self._body(p), p.attempts) for p in payloads]
         for start in range(0, len(items), BULK_CHUNK):
             args = [value for item in items[start:start + BULK_CHUNK] for value in item]
 
@@ -333,7 +346,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         connection), those jobs are queued after the later ones. A chunk is stored whole or not
         at all; a call that fails part-way leaves the chunks before the failure queued (a retry
         skips the ids it finds stored)."""
-        script, wire = self._wire_scripts["push_many"], self._wire
+        script, wire, body = self._wire_scripts["push_many"], self._wire, self._body
         assert wire is not None
         chunks: list[list[Any]] = []
 
@@ -341,7 +354,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
             for start in range(0, len(payloads), STREAM_CHUNK):
                 args: list[Any] = []
                 for p in payloads[start:start + STREAM_CHUNK]:
-                    args += (p.uuid, p.to_json(), p.attempts)
+                    args += (p.uuid, body(p), p.attempts)
                 chunks.append(args)
                 yield ("EVALSHA", script.sha, len(keys), *keys, *args)
 
@@ -352,7 +365,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
                 raise reply
 
     def later(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
-        return self._push(payload.to_json(), queue, delay_seconds(delay), payload)
+        return self._push(self._body(payload), queue, delay_seconds(delay), payload)
 
     # -- popping ------------------------------------------------------------------------------
     def pop(self, queue: str | None = None) -> QueueJob | None:
@@ -399,7 +412,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         lost, found, due = reply
         reserved_until = asked_at + self.retry_after
         jobs = [QueueJob(queue=self, queue_name=name, job_id=found[i].decode(),
-                         raw=found[i + 1].decode("utf-8", errors="surrogateescape"),
+                         raw=_text(found[i + 1]),
                          attempts=int(found[i + 2]), token=found[i + 4].decode(),
                          failure=None if found[i + 3] is None else found[i + 3].decode("utf-8", "replace"),
                          reserved_until=reserved_until)
@@ -600,7 +613,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
     def peek(self, queue: str | None = None, limit: int = 10) -> list[str]:
         bodies = self._call("peek", lambda: self._scripts["peek"](
             keys=[self.key(queue), self.key(queue, "bodies")], args=[limit]))
-        return [b.decode("utf-8", errors="surrogateescape") for b in bodies]
+        return [_text(b) for b in bodies]
 
     def find(self, uuid: str, queue: str | None = None) -> QueuedJob | None:
         keys = self._keys(queue, "bodies", "delayed", "reserved")
@@ -608,15 +621,14 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         if found is None:
             return None
         body, state = found
-        return QueuedJob(uuid, self.queue_name(queue), JobState(state.decode()),
-                         body.decode("utf-8", errors="surrogateescape"))
+        return QueuedJob(uuid, self.queue_name(queue), JobState(state.decode()), _text(body))
 
     def list_jobs(self, state: JobState, queue: str | None = None, limit: int = 10) -> list[QueuedJob]:
         keys = [self.key(queue), *self._keys(queue, "delayed", "reserved", "bodies")]
         flat = self._call("list jobs", lambda: self._scripts["list_jobs"](keys=keys, args=[state.value, limit]))
         name = self.queue_name(queue)
         return [QueuedJob(flat[i].decode("utf-8", errors="surrogateescape"), name, state,
-                          flat[i + 1].decode("utf-8", errors="surrogateescape")) for i in range(0, len(flat), 2)]
+                          _text(flat[i + 1])) for i in range(0, len(flat), 2)]
 
     def cancel(self, uuid: str, queue: str | None = None) -> Cancellation:
         """Remove a ready or delayed job in one script (cancel.lua)."""
@@ -702,13 +714,13 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
                            wait_timeout_ms=self.wait_timeout_ms, url=self.url)
 
     async def apush(self, payload: Payload, queue: str | None = None) -> str:
-        return await self._async.push(*self._push_args(payload.to_json(), queue, 0.0, payload))
+        return await self._async.push(*self._push_args(self._body(payload), queue, 0.0, payload))
 
     async def alater(self, delay: Any, payload: Payload, queue: str | None = None) -> str:
-        raw = payload.to_json()
-        return await self._async.push(*self._push_args(raw, queue, delay_seconds(delay), payload))
+        body = self._body(payload)
+        return await self._async.push(*self._push_args(body, queue, delay_seconds(delay), payload))
 
     async def abulk(self, payloads: Iterable[Payload], queue: str | None = None) -> list[str]:
         keys = [self.key(queue), self.key(queue, "notify"), self.key(queue, "bodies"),
                 self.key(queue, "attempts")]
-        return await self._async.bulk(keys, [(p.uuid, p.to_json(), p.attempts) for p in payloads])
+        return await self._async.bulk(keys, [(p.uuid, self._body(p), p.attempts) for p in payloads])
