@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 import redis
@@ -10,7 +11,7 @@ import redis
 import eventbus
 from apps import jobs
 from eventbus.dispatching import make_payload
-from eventbus.errors import SerializationError
+from eventbus.errors import ConfigurationError, SerializationError
 from eventbus.payload import Payload
 from eventbus.queue.redis import RedisQueue, bodies
 from helpers import REDIS_URL, run_worker, traces
@@ -156,3 +157,37 @@ def test_a_packed_body_pushed_as_text_runs(use_redis: redis.Redis, start_worker:
     assert code == 0, err
     assert traces(use_redis, "ran") == ["3"]
     assert eventbus.failed_store().all() == []
+
+
+def test_text_that_only_looks_packed_is_kept_as_given() -> None:
+    """Text that splits into the fields but does not make JSON is not taken for a packed body."""
+    text = bodies.PACKED + bodies.SEPARATOR.join(["x"] * 14)
+    assert bodies.unpack(bodies.store_raw(text)) == text
+
+
+def test_a_job_name_that_only_compares_equal_to_the_handler_is_written_out() -> None:
+    class Loose(str):
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, str) and self.lower() == other.lower()
+
+        __hash__ = str.__hash__
+
+    payload = plain(job=Loose("EVENTBUS.CallQueuedHandler@CALL"))
+    assert bodies.unpack(bodies.pack(payload)) == payload.to_json()
+
+
+@pytest.mark.integration
+def test_raw_text_keeps_the_id_it_reads_as(use_redis: redis.Redis) -> None:
+    """Escaped text is pushed under an id of its own, not the uuid of the JSON inside it."""
+    queue = eventbus.connection()
+    first = plain()
+    queue.push(first)
+    text = "\x000" + json.dumps({"uuid": first.uuid, "attempts": 7})
+    queue.push_raw(text)
+    assert queue.peek() == [first.to_json(), text]
+
+
+def test_compact_bodies_must_be_true_or_false() -> None:
+    with pytest.raises(ConfigurationError, match="'compact_bodies' must be true or false"):
+        eventbus.configure(connections={"r": {"driver": "redis", "url": REDIS_URL, "compact_bodies": "false"}})
+        eventbus.connection("r")

@@ -154,6 +154,9 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         # the common checks read one host and port: they get the first one, the URL stays as given
         merged = super().validate_config(name, {**config, "url": topology.url})
         merged["url"] = url
+        if not isinstance(merged["compact_bodies"], bool):
+            raise ConfigurationError(f"connection {name!r}: 'compact_bodies' must be true or false, not "
+                                     f"{merged['compact_bodies']!r}", connection=name)
         redis_replication.check_options(name, merged, topology, socket_timeout_s=COMMAND_TIMEOUT_S)
         return merged
 
@@ -273,8 +276,9 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
             self._push_keys[queue] = keys
         if payload is not None:  # known already: spare parsing the text again
             return keys, [payload.uuid, raw, payload.attempts, f"{delay:.6f}"]
-        text = redis_bodies.unpack(raw)  # a packed body given as text reads as its payload
-        return keys, [id_for(text), redis_bodies.store_raw(raw), attempts_of(text), f"{delay:.6f}"]
+        stored = redis_bodies.store_raw(raw)
+        text = redis_bodies.unpack(stored)  # what a worker will read (a packed body: its payload)
+        return keys, [id_for(text), stored, attempts_of(text), f"{delay:.6f}"]
 
     def push(self, payload: Payload, queue: str | None = None) -> str:
         return self._push(self._body(payload), queue, 0.0, payload)
