@@ -38,7 +38,7 @@ from eventbus.monitoring.observer import ObservedWorker, WorkerObserver
 from eventbus.monitoring.registry import HEARTBEAT_S, CurrentJob, FinishedJob, WorkerInfo, WorkerRegistry
 from eventbus.payload import pushed_at_of
 from eventbus.state.base import StateStore
-from eventbus.tracking.recorder import JobRecorder
+from eventbus.tracking.recorder import FLUSH_AT, JobRecorder
 from eventbus.tracking.records import COMPLETED, FAILED, JobRecord, exception_line
 
 if TYPE_CHECKING:
@@ -162,6 +162,8 @@ class WorkerMonitor(WorkerObserver):
         self._processed = 0
         self._failed = 0
         self._stop = threading.Event()
+        #: Set when the finished jobs pile up (FLUSH_AT) or the worker stops: wakes the thread.
+        self._wake = threading.Event()
         self._thread: threading.Thread | None = None
         self._failing = False
 
@@ -176,6 +178,7 @@ class WorkerMonitor(WorkerObserver):
 
     def worker_stopped(self, worker: ObservedWorker, status: int) -> None:
         self._stop.set()
+        self._wake.set()
         if self._thread is not None:
             self._thread.join(STOP_GRACE_S)
 
@@ -219,6 +222,8 @@ class WorkerMonitor(WorkerObserver):
         counted = [(queue, name, status_of(outcome), runtime_s, _wait_s(attempt, pushed, started_at), at)
                    for _, queue, attempt, name, outcome, runtime_s, pushed, started_at, at, *_ in taken]
         self.jobs.add(self._records(taken))
+        if self.jobs.waiting >= FLUSH_AT:  # a fast worker: write them before the next heartbeat
+            self._wake.set()
         self.recorder.record_many(counted)
         statuses = [status for _, _, status, _, _, _ in counted]
         recent = [(uuid, queue, attempt, name, status, runtime_s, wait_s, at, worker_name)
@@ -293,12 +298,20 @@ class WorkerMonitor(WorkerObserver):
         return info, entries, version
 
     def _report(self, worker: ObservedWorker) -> None:
-        flushed_at = time.monotonic()
+        flushed_at = beat_at = time.monotonic()
         self._safely(lambda: self._heartbeat(worker), self.history.take_due)  # visible at once
-        while not self._stop.wait(self.heartbeat_s):
-            due = time.monotonic() - flushed_at >= self.flush_s
+        while True:
+            woken = self._wake.wait(max(beat_at + self.heartbeat_s - time.monotonic(), 0.0))
+            if self._stop.is_set():
+                break
+            if woken:  # finished jobs piled up: write them now, the heartbeat comes at its time
+                self._wake.clear()
+                self._safely(self._flush_jobs)
+                continue
+            beat_at = time.monotonic()
+            due = beat_at - flushed_at >= self.flush_s
             if due:
-                flushed_at = time.monotonic()
+                flushed_at = beat_at
             self._safely(lambda: self._heartbeat(worker), self._flush_jobs,
                          *((self._flush_metrics,) if due else ()), self.history.take_due)
         self._safely(self._flush_metrics, self._flush_jobs, lambda: self._heartbeat(worker, final=True))

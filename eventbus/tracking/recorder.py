@@ -19,6 +19,9 @@ from eventbus.tracking.stores import repository
 
 #: Records a worker holds at most while its store does not answer (the oldest go first).
 MAX_WAITING = 10_000
+#: Records that make the monitor flush before its next heartbeat: a worker finishing more jobs
+#: between two heartbeats than MAX_WAITING (5,000 a second, say) must not lose the oldest.
+FLUSH_AT = 2_000
 #: Class names whose silence is remembered, at most (names come from payloads).
 MAX_REMEMBERED = 1000
 
@@ -56,6 +59,11 @@ class JobRecorder:
                 self._silenced.clear()
             found = self._silenced[key] = silenced_class(name, command)
         return found
+
+    @property
+    def waiting(self) -> int:
+        """How many records wait for the next flush."""
+        return len(self._waiting)
 
     def add(self, records: Iterable[JobRecord]) -> None:
         """Keep ``records`` for the next flush (silenced completions left out)."""

@@ -20,6 +20,8 @@ from eventbus.monitoring.history import CATCH_UP_MINUTES, HistoryWriter
 from eventbus.monitoring.metrics import bucket_of, read_samples, totals_by
 from eventbus.monitoring.monitor import WorkerMonitor
 from eventbus.monitoring.status import recent_jobs, workers_of
+from eventbus.tracking import repository
+from eventbus.tracking.recorder import MAX_WAITING
 from eventbus.worker import Worker, WorkerOptions
 from helpers import run_worker, traces, wait_for
 from observing import BACKENDS, Backend, use_backend
@@ -171,3 +173,22 @@ def test_log_format_json_is_one_object_per_line_on_one_stream(use_redis: redis.R
     logged = [x for x in lines if x["event"] == "log"]
     assert any("RuntimeError" in x["message"] and x["level"] == "error" for x in logged)
     assert any("Traceback" in x.get("exception", "") for x in logged)
+
+
+class Quick(eventbus.Job):
+    def handle(self) -> None:
+        pass
+
+
+def test_a_fast_worker_records_every_job_it_finished(use_redis: redis.Redis) -> None:
+    """More jobs between two heartbeats than the recorder holds while the store is away
+    (MAX_WAITING): they are written as they pile up, none is dropped."""
+    uuids = eventbus.dispatch_many(Quick() for _ in range(MAX_WAITING * 2 + 500))
+    worker = Worker(eventbus.connection(), failed=runtime.failed_store(),
+                    options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0),
+                    observer=WorkerMonitor(runtime.state(), "redis", flush_s=600, heartbeat_s=600))
+    assert worker.run() == 0
+    assert worker.jobs_processed == len(uuids)
+    store = repository("redis")
+    missing = [n for n in (0, 1, MAX_WAITING, len(uuids) - 1) if store.find(uuids[n]) is None]
+    assert missing == []
