@@ -22,6 +22,7 @@ import argparse
 import os
 import sys
 import time
+from collections.abc import Callable
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -58,41 +59,19 @@ def main() -> int:
         return drain_backlog(args.warm_up + args.jobs, args.warm_up, args.every)
     queue = eventbus.connection()
     total = args.warm_up + args.jobs
-    [worker] = start_workers(1, worker_env("redis", None))
-    pushed, readings, next_reading = 0, [], args.warm_up
-    started = time.monotonic()
-    try:
-        while True:
-            waiting = queue.size()
-            done = pushed - waiting
-            if pushed < total and waiting < CHUNK:
-                n = min(CHUNK, total - pushed)
-                eventbus.dispatch_many(Noop() for _ in range(n))
-                pushed += n
-            if done >= next_reading:
-                readings.append((done, rss_mb(worker.pid)))
-                base = readings[0][1]
-                print(f"{done:>9,} jobs   RSS {readings[-1][1]:7.1f} MB   growth {readings[-1][1] - base:+6.1f} MB",
-                      flush=True)
-                next_reading += args.every
-            if done >= total:
-                break
-            if worker.poll() is not None:
-                print(f"the worker exited with {worker.returncode}")
-                return 1
-            time.sleep(0.02)
-    finally:
-        worker.terminate()
-        worker.wait(10)
-    return verdict(readings, args.jobs, time.monotonic() - started)
+    pushed = 0
 
+    def keep_fed() -> int:
+        nonlocal pushed
+        waiting = queue.size()
+        done = pushed - waiting
+        if pushed < total and waiting < CHUNK:
+            n = min(CHUNK, total - pushed)
+            eventbus.dispatch_many(Noop() for _ in range(n))
+            pushed += n
+        return done
 
-def verdict(readings: list[tuple[int, float]], jobs: int, elapsed: float) -> int:
-    growth = readings[-1][1] - readings[0][1]
-    said = "met" if growth < 5 else "NOT met"
-    print(f"\n{jobs:,} jobs after the warm-up in {elapsed:.0f}s: RSS grew {growth:+.1f} MB "
-          f"(target < 5 MB: {said})")
-    return 0
+    return follow(keep_fed, total, args.warm_up, args.every)
 
 
 def drain_backlog(total: int, warm_up: int, every: int) -> int:
@@ -107,13 +86,19 @@ def drain_backlog(total: int, warm_up: int, every: int) -> int:
     held = int(client.info("memory")["used_memory"]) - before
     print(f"queued {total:,} jobs with dispatch_many in {took:.1f}s ({total / took:,.0f}/s); "
           f"Redis holds {held / 2**20:,.1f} MB more, {held / total:,.0f} B a job", flush=True)
+    return follow(lambda: total - queue.size(), total, warm_up, every)
+
+
+def follow(step: Callable[[], int], total: int, warm_up: int, every: int) -> int:
+    """Start one worker and call ``step`` (the jobs done so far; it may feed the queue) until
+    ``total`` are done, printing the worker's RSS every ``every`` jobs after ``warm_up``."""
     [worker] = start_workers(1, worker_env("redis", None))
     readings: list[tuple[int, float]] = []
     next_reading = warm_up
     started = time.monotonic()
     try:
         while True:
-            done = total - queue.size()
+            done = step()
             if done >= next_reading:
                 readings.append((done, rss_mb(worker.pid)))
                 print(f"{done:>9,} jobs   RSS {readings[-1][1]:7.1f} MB   growth "
@@ -124,11 +109,15 @@ def drain_backlog(total: int, warm_up: int, every: int) -> int:
             if worker.poll() is not None:
                 print(f"the worker exited with {worker.returncode}")
                 return 1
-            time.sleep(0.05)
+            time.sleep(0.02)
     finally:
         worker.terminate()
         worker.wait(10)
-    return verdict(readings, total - warm_up, time.monotonic() - started)
+    growth = readings[-1][1] - readings[0][1]
+    said = "met" if growth < 5 else "NOT met"
+    print(f"\n{total - warm_up:,} jobs after the warm-up in {time.monotonic() - started:.0f}s: RSS grew "
+          f"{growth:+.1f} MB (target < 5 MB: {said})")
+    return 0
 
 
 if __name__ == "__main__":
