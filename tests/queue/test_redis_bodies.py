@@ -191,3 +191,23 @@ def test_compact_bodies_must_be_true_or_false() -> None:
     with pytest.raises(ConfigurationError, match="'compact_bodies' must be true or false"):
         eventbus.configure(connections={"r": {"driver": "redis", "url": REDIS_URL, "compact_bodies": "false"}})
         eventbus.connection("r")
+
+
+@pytest.mark.integration
+def test_a_payload_pushed_as_text_is_stored_packed_when_it_comes_back_the_same(redis_client: redis.Redis) -> None:
+    """``eventbus retry`` pushes a failed record's text: packed too, when packing gives it back
+    byte for byte; text written any other way (spaces, another key order) is stored as given."""
+    eventbus.configure(connections={"r": {"driver": "redis", "url": REDIS_URL},
+                                    "plain": {"driver": "redis", "url": REDIS_URL, "compact_bodies": False,
+                                              "queue": "plain"}})
+    queue = eventbus.connection("r")
+    ours, spaced = plain(), plain()
+    spaced_text = json.dumps(spaced.to_dict())  # ", " and ": " separators: not what to_json writes
+    queue.push_raw(ours.to_json())
+    queue.push_raw(spaced_text)
+    eventbus.connection("plain").push_raw(plain().to_json())
+    stored = redis_client.hgetall("queues:{default}:bodies")
+    assert stored[ours.uuid.encode()] == bodies.pack(ours).encode()
+    assert stored[spaced.uuid.encode()] == spaced_text.encode()
+    assert all(body.startswith(b"{") for body in redis_client.hvals("queues:{plain}:bodies"))
+    assert queue.peek() == [ours.to_json(), spaced_text]

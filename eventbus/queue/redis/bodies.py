@@ -13,8 +13,9 @@ splitting is exact, and :func:`unpack` rebuilds the very text :meth:`Payload.to_
 for byte: a signature checks, a failed record keeps the payload, and the handler sees the same
 text as on any other driver. Nothing inside Lua reads a body, so the scripts do not change.
 
-Any other stored text is a body as it was given (``push_raw``, plain JSON from an earlier
-version or from a connection with ``compact_bodies`` off), except that text which itself begins
+Any other stored text is a body as it was given (``push_raw`` of text that is not a payload
+packing gives back byte for byte, plain JSON from an earlier version or from a connection with
+``compact_bodies`` off), except that text which itself begins
 with ``\\x00`` (and is not a packed body) is stored behind ``\\x00`` ``0``, so that it comes
 back as it went in. A packed
 body that does not split into the fields is returned as stored: the worker then records it as
@@ -105,14 +106,31 @@ def _pack(p: Payload) -> str:
     return PACKED + SEPARATOR.join(values).rstrip(SEPARATOR)
 
 
-def store_raw(text: str) -> str:
-    """The body to store for text given as is (``push_raw``).
+def store_raw(text: str, *, compact: bool = True) -> str:
+    """The body to store for text given as is (``push_raw``: ``eventbus retry``, tools).
 
-    A packed body given as text (one that unpacks to JSON) is stored as one: a worker of an
-    earlier release could not read it and kept it as a failed record, whose retry must run it."""
-    if not text.startswith(MARK) or (text.startswith(PACKED) and _is_json(unpack(text))):
-        return text
-    return ESCAPED + text
+    A payload's JSON is packed (``compact``) when the packed form gives back the very same text;
+    any other text is stored as given. A packed body given as text (one that unpacks to JSON) is
+    stored as one: a worker of an earlier release could not read it and kept it as a failed
+    record, whose retry must run it."""
+    if text.startswith(MARK):
+        if text.startswith(PACKED) and _is_json(unpack(text)):
+            return text
+        return ESCAPED + text
+    if compact and text.startswith("{"):
+        packed = _packed_text(text)
+        if packed is not None:
+            return packed
+    return text
+
+
+def _packed_text(text: str) -> str | None:
+    """``text`` packed, if it is a payload whose text packing gives back byte for byte."""
+    try:
+        packed = _pack(Payload.from_json(text))
+    except Exception:  # noqa: BLE001 - not a payload this version reads: stored as given
+        return None
+    return packed if unpack(packed) == text else None
 
 
 def _is_json(text: str) -> bool:

@@ -185,8 +185,8 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
         self.wait_replicas = int(config.get("wait_replicas", 0) or 0)
         self.wait_timeout_ms = int(float(config.get("wait_timeout", 1.0)) * 1000)
         #: Bodies stored packed (``bodies.pack``, half the memory) or as the payload's JSON.
-        self._body: Callable[[Payload], str] = (
-            redis_bodies.pack if config.get("compact_bodies", True) else Payload.to_json)
+        self.compact_bodies = bool(config.get("compact_bodies", True))
+        self._body: Callable[[Payload], str] = redis_bodies.pack if self.compact_bodies else Payload.to_json
         self.redis = self._client(COMMAND_TIMEOUT_S)
         self._blocking_client: Any = None
         self._retry_after_arg = f"{self.retry_after:.6f}"
@@ -276,7 +276,7 @@ class RedisQueue(Queue, Peekable, ReportsWait, Cancellable, BatchesReservations,
             self._push_keys[queue] = keys
         if payload is not None:  # known already: spare parsing the text again
             return keys, [payload.uuid, raw, payload.attempts, f"{delay:.6f}"]
-        stored = redis_bodies.store_raw(raw)
+        stored = redis_bodies.store_raw(raw, compact=self.compact_bodies)
         text = redis_bodies.unpack(stored)  # what a worker will read (a packed body: its payload)
         return keys, [id_for(text), stored, attempts_of(text), f"{delay:.6f}"]
 
