@@ -2,7 +2,7 @@
 
 The worker's monitor (:class:`eventbus.monitoring.monitor.WorkerMonitor`) hands over the jobs
 it counted, in batches, and writes them with :meth:`JobRecorder.flush` from its own thread at
-each heartbeat: one pipelined write (Redis) or one transaction (SQL) per batch, never a round
+each heartbeat, and between heartbeats once :data:`FLUSH_AT` wait: one pipelined write (Redis) or one transaction (SQL) per batch, never a round
 trip in a job's path. Completed jobs of a silenced class are left out (``silenced = True`` on
 the job or listener class, or its name in ``configure(silenced=[...])``); failures never are.
 """
@@ -82,7 +82,9 @@ class JobRecorder:
         try:
             repository(self.connection).record(taken, runtime.settings().retention_s)
         except Exception:
-            with self._lock:
-                self._waiting.extendleft(reversed(taken))
+            with self._lock:  # back in front of the newer ones; past MAX_WAITING the oldest go
+                kept = collections.deque(taken, maxlen=MAX_WAITING)
+                kept.extend(self._waiting)
+                self._waiting = kept
             raise
         return len(taken)

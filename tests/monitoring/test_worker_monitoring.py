@@ -21,7 +21,8 @@ from eventbus.monitoring.metrics import bucket_of, read_samples, totals_by
 from eventbus.monitoring.monitor import WorkerMonitor
 from eventbus.monitoring.status import recent_jobs, workers_of
 from eventbus.tracking import repository
-from eventbus.tracking.recorder import MAX_WAITING
+from eventbus.errors import ConnectionUnavailableError
+from eventbus.tracking.recorder import MAX_WAITING, JobRecorder
 from eventbus.worker import Worker, WorkerOptions
 from helpers import run_worker, traces, wait_for
 from observing import BACKENDS, Backend, use_backend
@@ -190,5 +191,30 @@ def test_a_fast_worker_records_every_job_it_finished(use_redis: redis.Redis) -> 
     assert worker.run() == 0
     assert worker.jobs_processed == len(uuids)
     store = repository("redis")
-    missing = [n for n in (0, 1, MAX_WAITING, len(uuids) - 1) if store.find(uuids[n]) is None]
+    sample = sorted({*range(0, len(uuids), 25), *range(100), *range(len(uuids) - 100, len(uuids))})
+    missing = [n for n in sample if store.find(uuids[n]) is None]
     assert missing == []
+
+
+def test_heartbeats_keep_their_time_while_the_recent_jobs_cannot_be_written(use_redis: redis.Redis) -> None:
+    """A fast worker whose recent-jobs writes fail keeps the finished jobs piled up: its
+    monitor must not spend itself retrying them, and its heartbeats (what keeps the worker
+    listed) and metrics flushes come at their time."""
+
+    class Unwritable(JobRecorder):
+        def flush(self) -> int:
+            time.sleep(0.02)  # a store that does not answer takes a while to fail
+            raise ConnectionUnavailableError("the recent-jobs store is down")
+
+    eventbus.dispatch_many(Quick() for _ in range(MAX_WAITING * 3))
+    store = CountingStore()
+    monitor = WorkerMonitor(store, "redis", flush_s=0.2, heartbeat_s=0.2)
+    monitor.jobs = Unwritable("redis")
+    worker = Worker(eventbus.connection(), failed=runtime.failed_store(),
+                    options=WorkerOptions(stop_when_empty=True, sleep_s=0, memory_mb=0), observer=monitor)
+    started = time.monotonic()
+    assert worker.run() == 0
+    seconds = time.monotonic() - started
+    assert seconds > 0.8, "too quick to need several heartbeats: make the test longer"
+    assert store.calls.count("put_many") >= seconds / 0.2 / 2  # the heartbeats
+    assert store.calls.count("incr_many") >= seconds / 0.2 / 2  # the metrics flushes

@@ -211,3 +211,17 @@ def test_a_payload_pushed_as_text_is_stored_packed_when_it_comes_back_the_same(r
     assert stored[spaced.uuid.encode()] == spaced_text.encode()
     assert all(body.startswith(b"{") for body in redis_client.hvals("queues:{plain}:bodies"))
     assert queue.peek() == [ours.to_json(), spaced_text]
+
+
+def test_text_too_deeply_nested_to_read_is_kept_as_given() -> None:
+    fields = ['"u"', '"D"'] + [""] * 8 + ["[" * 100_000 + "]" * 100_000, "", "", "1.0"]
+    text = bodies.PACKED + bodies.SEPARATOR.join(fields)
+    assert bodies.unpack(bodies.store_raw(text)) == text
+
+
+def test_without_compact_bodies_a_packed_body_given_as_text_is_stored_as_its_json() -> None:
+    """Going back to an earlier release: a retried record of packed text must reach the old
+    workers as JSON."""
+    payload = plain()
+    assert bodies.store_raw(bodies.pack(payload), compact=False) == payload.to_json()
+    assert bodies.store_raw(payload.to_json(), compact=False) == payload.to_json()

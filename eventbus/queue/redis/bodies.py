@@ -111,11 +111,11 @@ def store_raw(text: str, *, compact: bool = True) -> str:
 
     A payload's JSON is packed (``compact``) when the packed form gives back the very same text;
     any other text is stored as given. A packed body given as text (one that unpacks to JSON) is
-    stored as one: a worker of an earlier release could not read it and kept it as a failed
-    record, whose retry must run it."""
+    stored as one, or as its JSON when not ``compact``: a worker of an earlier release could not
+    read it and kept it as a failed record, whose retry must run it."""
     if text.startswith(MARK):
         if text.startswith(PACKED) and _is_json(unpack(text)):
-            return text
+            return text if compact else unpack(text)
         return ESCAPED + text
     if compact and text.startswith("{"):
         packed = _packed_text(text)
@@ -138,7 +138,7 @@ def _is_json(text: str) -> bool:
         return False
     try:
         json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return False
     return True
 
