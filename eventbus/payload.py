@@ -87,6 +87,7 @@ def encode_json(value: Any) -> str:
     formats that must rebuild a payload's text byte for byte (``queue.redis.bodies``)."""
     return _encode(value)
 
+
 #: Bounds for envelope numbers: a duration past a century or a count past a 32-bit column is
 #: not a mistake to carry on with, it is a payload to refuse.
 MAX_SECONDS = 100 * 366 * 86400.0

@@ -13,13 +13,12 @@ splitting is exact, and :func:`unpack` rebuilds the very text :meth:`Payload.to_
 for byte: a signature checks, a failed record keeps the payload, and the handler sees the same
 text as on any other driver. Nothing inside Lua reads a body, so the scripts do not change.
 
-Any other stored text is a body as it was given (``push_raw`` of text that is not a payload
-packing gives back byte for byte, plain JSON from an earlier version or from a connection with
-``compact_bodies`` off), except that text which itself begins
-with ``\\x00`` (and is not a packed body) is stored behind ``\\x00`` ``0``, so that it comes
-back as it went in. A packed
-body that does not split into the fields is returned as stored: the worker then records it as
-a payload it cannot read, as it does any non-JSON body, rather than dropping it.
+Any other stored text is a body as it was given: ``push_raw`` of text that packing would not
+give back byte for byte, plain JSON from an earlier version or from a connection with
+``compact_bodies`` off. Text that itself begins with ``\\x00`` (and is not a packed body) is
+stored behind ``\\x00`` ``0``, so that it comes back as it went in. A packed body that does not
+split into the fields is returned as stored: the worker then records it as a payload it cannot
+read, as it does any non-JSON body, rather than dropping it.
 """
 
 from __future__ import annotations
