@@ -120,6 +120,7 @@ class Worker:
         self._orphaned = False
         #: It stopped for ``eventbus restart`` (a deploy): its supervisor must start the new code.
         self.restart_requested = False
+        self._restart_at: float | None = None  # read as it starts (run)
         self.collaborators = Collaborators(failed, bus, dispatch_next_in_chain,
                                             self.options.process_options(), self._watchdog.watching,
                                             after_success, after_failure, ran_already)
@@ -160,6 +161,9 @@ class Worker:
         self._first_ping()
         for warning in self.queue.startup_warnings():
             log.warning("%s", warning)
+        # The last `eventbus restart` before this worker began: read before it shows it runs (its
+        # signal handlers, its registry entry), so that a restart asked from then on reaches it.
+        self._restart_at = self._signals().get("restart")
         previous = self._install_signals()
         stopped = self._watchdog.start()
         self.observer.worker_started(self)
@@ -192,7 +196,7 @@ class Worker:
     def _loop(self) -> int:
         if self.options.concurrency > 1:
             return self._loop_concurrently()
-        restart_at = self._signals().get("restart")
+        restart_at = self._restart_at
         log.info("worker %r started on connection %r, queues %s", self.options.name,
                  self.queue.connection_name, ",".join(self.queues))
         started = time.monotonic()
@@ -223,7 +227,7 @@ class Worker:
     def _loop_concurrently(self) -> int:
         """The loop of ``--concurrency N``: keep up to N jobs in flight (:mod:`eventbus.worker.concurrency`)."""
         runner = ConcurrentRunner(self, self.options.concurrency, self.options.timeout_grace_s)
-        restart_at = self._signals().get("restart")
+        restart_at = self._restart_at
         log.info("worker %r started on connection %r, queues %s, %d jobs at once", self.options.name,
                  self.queue.connection_name, ",".join(self.queues), self.options.concurrency)
         started = time.monotonic()

@@ -513,3 +513,24 @@ def test_watch_restarts_the_worker_when_the_app_changes(
         sys.modules.pop("watched", None)
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=20)
+
+
+@pytest.mark.parametrize("concurrency", [1, 4])
+def test_a_restart_asked_as_the_worker_starts_reaches_it(use_redis: redis.Redis, concurrency: int) -> None:
+    """``eventbus restart`` asked once the worker shows it runs (its signal handlers are in place,
+    its observers told) but before its loop began must stop it: a deploy's restart must not be
+    missed by a worker forked at that moment."""
+    from eventbus import control, runtime
+    from eventbus.monitoring.observer import WorkerObserver
+    from eventbus.worker import Worker, WorkerOptions
+
+    class RestartAsItStarts(WorkerObserver):
+        def worker_started(self, worker: object) -> None:
+            control.restart()
+
+    worker = Worker(eventbus.connection(), failed=runtime.failed_store(), observer=RestartAsItStarts(),
+                    options=WorkerOptions(sleep_s=0.1, memory_mb=0, max_time_s=10, concurrency=concurrency))
+    started = time.monotonic()
+    assert worker.run() == 0
+    assert worker.restart_requested, f"ran {time.monotonic() - started:.1f}s and stopped on --max-time"
+    assert time.monotonic() - started < 5
