@@ -27,7 +27,8 @@ import json
 import math
 from typing import Any
 
-from eventbus.payload import FORMAT_VERSION, HANDLER_NAME, Payload, encode_json
+from eventbus.errors import DeserializationError
+from eventbus.payload import FORMAT_VERSION, HANDLER_NAME, Payload, encode_json, parse_document
 
 MARK = "\x00"
 PACKED = MARK + "1"
@@ -109,12 +110,13 @@ def store_raw(text: str, *, compact: bool = True) -> str:
     """The body to store for text given as is (``push_raw``: ``eventbus retry``, tools).
 
     A payload's JSON is packed (``compact``) when the packed form gives back the very same text;
-    any other text is stored as given. A packed body given as text (one that unpacks to JSON) is
+    any other text is stored as given. A packed body given as text (one that unpacks to a JSON object) is
     stored as one, or as its JSON when not ``compact``: a worker of an earlier release could not
     read it and kept it as a failed record, whose retry must run it."""
     if text.startswith(MARK):
-        if text.startswith(PACKED) and _is_json(unpack(text)):
-            return text if compact else unpack(text)
+        payload_text = unpack(text)
+        if text.startswith(PACKED) and _is_document(payload_text):
+            return text if compact else payload_text
         return ESCAPED + text
     if compact and text.startswith("{"):
         packed = _packed_text(text)
@@ -132,12 +134,10 @@ def _packed_text(text: str) -> str | None:
     return packed if unpack(packed) == text else None
 
 
-def _is_json(text: str) -> bool:
-    if text.startswith(MARK):
-        return False
+def _is_document(text: str) -> bool:
     try:
-        json.loads(text)
-    except (ValueError, RecursionError):
+        parse_document(text)
+    except DeserializationError:
         return False
     return True
 
